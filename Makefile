@@ -1,0 +1,53 @@
+# Every target installs what it needs from nothing: Python packages into .venv,
+# dynalite from the npm registry (package-lock.json pins it).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+NODE_STAMP := node_modules/.installed-stamp
+
+.PHONY: install demo test unit integration property lint docs doctest examples bench clean
+
+install: $(STAMP) $(NODE_STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+demo: $(STAMP)
+	$(PY) -m shardmodel demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check shardmodel tests examples benchmarks docs/conf.py
+	$(VENV)/bin/ruff format --check shardmodel tests examples benchmarks docs/conf.py
+	$(VENV)/bin/mypy
+
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
+doctest: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b doctest docs docs/_build/doctest
+
+examples: $(STAMP)
+	@set -e; for f in examples/*.py; do echo "== $$f"; $(PY) $$f; done
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit tests/property -q
+
+integration: $(STAMP) $(NODE_STAMP)
+	$(PY) -m pytest tests/integration -q
+
+test: $(STAMP) $(NODE_STAMP) lint docs doctest examples
+	$(PY) -m pytest -q
+
+bench: $(STAMP) $(NODE_STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) node_modules docs/_build .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,62 @@
+"""ShardedKeyAttribute: a string partition key annotated with how it is sharded."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from pynamodb.attributes import UnicodeAttribute
+
+from shardmodel.errors import ShardConfigurationError
+from shardmodel.keys import KeyLayout, Placement
+from shardmodel.strategies import ShardStrategy
+
+__all__ = ["ShardedKeyAttribute"]
+
+
+class ShardedKeyAttribute(UnicodeAttribute):
+    """A string partition key whose stored (physical) value carries shard segments.
+
+    The application reads and writes the logical key (``"user-12345"``); the table holds
+    the physical key (``"user-12345#3"``).
+
+    Args:
+        hash_key: must be True: only partition keys are sharded.
+        strategy: a strategy, or a list of strategies composed left to right.
+        separator: the string between the logical key and each segment (default ``#``).
+        first_shard: the number written for shard 0 (default 0; 1 for ``_1`` … ``_10``).
+        placement: ``"suffix"`` (default, ``user#3``) or ``"prefix"`` (``3#user``).
+        rng: the random source for random shards (default: a private ``random.Random``);
+            pass a seeded one for reproducible tests.
+        attr_name: the attribute's name in the table, as on any PynamoDB attribute.
+    """
+
+    def __init__(
+        self,
+        hash_key: bool = False,
+        range_key: bool = False,
+        *,
+        strategy: ShardStrategy | Sequence[ShardStrategy],
+        separator: str = "#",
+        first_shard: int = 0,
+        placement: Placement = "suffix",
+        rng: random.Random | None = None,
+        attr_name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if range_key:
+            raise ShardConfigurationError(
+                "ShardedKeyAttribute(range_key=True): only partition keys are sharded; "
+                "declare it with hash_key=True and keep the sort key a plain attribute"
+            )
+        if not hash_key:
+            raise ShardConfigurationError(
+                "ShardedKeyAttribute(hash_key=False): the sharded key must be the table's "
+                "partition key; declare it with hash_key=True"
+            )
+        super().__init__(hash_key=hash_key, range_key=False, attr_name=attr_name, **kwargs)
+        self.layout = KeyLayout(
+            strategies=strategy, separator=separator, first_shard=first_shard, placement=placement
+        )
+        self.rng = rng if rng is not None else random.Random()

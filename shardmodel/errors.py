@@ -1,0 +1,57 @@
+"""The exceptions shardmodel raises.
+
+Every error derives from :class:`ShardModelError`; each also derives from the
+built-in exception whose meaning fits, so ``except ValueError`` keeps working::
+
+    ShardModelError
+    ├── ShardConfigurationError (TypeError)   a model or strategy is declared wrongly
+    ├── ShardKeyError (ValueError)            an item's values cannot make a physical key
+    ├── UnknownShardError (LookupError)       an instance's shard cannot be known
+    ├── DuplicateItemError (LookupError)      one logical item found on two shards
+    └── UnsupportedOperationError (TypeError) the operation cannot work on this layout
+
+Messages name the field at fault and say how to fix it. Errors raised while
+preparing a request are raised before anything is sent, so nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ShardModelError(Exception):
+    """Root of every shardmodel error."""
+
+
+class ShardConfigurationError(ShardModelError, TypeError):
+    """A model, attribute or strategy is declared in a way that cannot work.
+
+    Raised when the class is defined (or the strategy built), never later.
+    """
+
+
+class ShardKeyError(ShardModelError, ValueError):
+    """An item's values cannot produce a valid physical key.
+
+    Raised before any request is sent.
+    """
+
+
+class UnknownShardError(ShardModelError, LookupError):
+    """The shard of an instance cannot be known, so it cannot be updated or deleted.
+
+    A random-sharded instance built by hand was never saved or loaded, so no one
+    knows which shard holds it.
+    """
+
+
+class DuplicateItemError(ShardModelError, LookupError):
+    """One logical item was found under more than one physical key."""
+
+    def __init__(self, message: str, physical_keys: Sequence[str]) -> None:
+        super().__init__(message)
+        self.physical_keys = tuple(physical_keys)
+
+
+class UnsupportedOperationError(ShardModelError, TypeError):
+    """The operation cannot be done on this sharded layout; the message says what can."""

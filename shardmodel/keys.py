@@ -1,0 +1,183 @@
+"""The physical key format: how a logical key and strategy segments become one string.
+
+The format is a compatibility promise: data written by one version must stay readable
+by the next. With the defaults a key is ``<logical>#<segment>#<segment>...``; the
+separator, the first shard number and whether segments lead (``placement="prefix"``)
+are settable, so tables laid out by hand can be read and written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from typing import Literal
+
+from attrs import field, frozen
+
+from shardmodel.errors import ShardConfigurationError, ShardKeyError
+from shardmodel.strategies import KeyValues, Segment, ShardStrategy
+
+__all__ = ["MAX_PARTITION_KEY_BYTES", "KeyLayout", "PhysicalKey", "Placement"]
+
+#: DynamoDB's limit on a partition key value, in UTF-8 bytes.
+MAX_PARTITION_KEY_BYTES = 2048
+
+Placement = Literal["suffix", "prefix"]
+
+
+class PhysicalKey(str):
+    """A partition key value as stored, passed where a logical key is expected.
+
+    ``Model.get(PhysicalKey("user-1#3"), ...)`` reads exactly that shard; transactions
+    use it to name one item of a random-sharded model.
+    """
+
+    __slots__ = ()
+
+
+def _to_strategies(value: ShardStrategy | Sequence[ShardStrategy]) -> tuple[ShardStrategy, ...]:
+    if isinstance(value, ShardStrategy):
+        return (value,)
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ShardConfigurationError(
+            f"strategy={value!r}: pass a strategy such as RandomShards(10), or a list of them"
+        )
+    return tuple(value)
+
+
+@frozen
+class KeyLayout:
+    """Composes and splits physical keys for one sharded key attribute.
+
+    Attributes:
+        strategies: the strategies, one key segment each, left to right.
+        separator: the string between the logical key and each segment.
+        first_shard: the number written for shard 0 (1 for tables numbered ``_1`` … ``_10``).
+        placement: ``"suffix"`` (``user#3``) or ``"prefix"`` (``3#user``).
+    """
+
+    strategies: tuple[ShardStrategy, ...] = field(converter=_to_strategies)
+    separator: str = "#"
+    first_shard: int = 0
+    placement: Placement = "suffix"
+
+    def __attrs_post_init__(self) -> None:
+        if not self.strategies:
+            raise ShardConfigurationError(
+                "strategy=[]: give at least one strategy, e.g. RandomShards(10)"
+            )
+        for strategy in self.strategies:
+            if not isinstance(strategy, ShardStrategy):
+                raise ShardConfigurationError(
+                    f"strategy={strategy!r}: not a sharding strategy; use RandomShards, "
+                    "HashShards or TimeBuckets"
+                )
+        if not isinstance(self.separator, str) or not self.separator:
+            raise ShardConfigurationError(
+                f"separator={self.separator!r}: give a non-empty string such as '#' or '_'"
+            )
+        if isinstance(self.first_shard, bool) or not isinstance(self.first_shard, int):
+            raise ShardConfigurationError(
+                f"first_shard={self.first_shard!r}: give an int, 0 (default) or 1"
+            )
+        if self.first_shard < 0:
+            raise ShardConfigurationError(
+                f"first_shard={self.first_shard}: shard numbers cannot be negative; use 0 or 1"
+            )
+        if self.placement not in ("suffix", "prefix"):
+            raise ShardConfigurationError(
+                f"placement={self.placement!r}: use 'suffix' (user#3) or 'prefix' (3#user)"
+            )
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """Every attribute name the strategies read."""
+        return tuple(dict.fromkeys(a for s in self.strategies for a in s.attributes))
+
+    @property
+    def deterministic(self) -> bool:
+        """True when an item's values alone decide its physical key."""
+        return all(s.deterministic for s in self.strategies)
+
+    def segment_text(self, segment: Segment) -> str:
+        """The text a segment takes in the key."""
+        if isinstance(segment, int):
+            return str(segment + self.first_shard)
+        return segment
+
+    def compose(self, logical_key: str, segments: Sequence[Segment]) -> str:
+        """Join a logical key and its segments into a physical key (checked for length)."""
+        parts = [self.segment_text(s) for s in segments]
+        if self.placement == "suffix":
+            physical = self.separator.join([logical_key, *parts])
+        else:
+            physical = self.separator.join([*parts, logical_key])
+        size = len(physical.encode("utf-8"))
+        if size > MAX_PARTITION_KEY_BYTES:
+            raise ShardKeyError(
+                f"physical key of logical key {logical_key[:40]!r}... is {size} bytes, over "
+                f"DynamoDB's {MAX_PARTITION_KEY_BYTES}-byte partition key limit; shorten the "
+                "logical key"
+            )
+        return physical
+
+    def split(self, physical_key: str) -> tuple[str, tuple[str, ...]]:
+        """Split a physical key into its logical key and segment texts.
+
+        Raises:
+            ShardKeyError: if the key does not have this layout's segments.
+        """
+        count = len(self.strategies)
+        if self.placement == "suffix":
+            pieces = physical_key.rsplit(self.separator, count)
+            logical, segments = pieces[0], pieces[1:]
+        else:
+            pieces = physical_key.split(self.separator, count)
+            logical, segments = pieces[-1], pieces[:-1]
+        if len(pieces) != count + 1:
+            raise ShardKeyError(
+                f"stored key {physical_key!r} has no {count} segment(s) separated by "
+                f"{self.separator!r}; was it written by this model's layout?"
+            )
+        return logical, tuple(segments)
+
+    def logical_key(self, physical_key: str) -> str:
+        """The logical key a physical key belongs to."""
+        return self.split(physical_key)[0]
+
+    def pick(self, key: KeyValues, rng: random.Random) -> str:
+        """The physical key a new write of this item goes to."""
+        return PhysicalKey(
+            self.compose(key.logical_key, [s.pick(key, rng) for s in self.strategies])
+        )
+
+    def candidates(self, key: KeyValues) -> list[str]:
+        """Every physical key a read of this item by full key must touch, in shard order."""
+        per_strategy = [s.candidates(key) for s in self.strategies]
+        return [self.compose(key.logical_key, combo) for combo in itertools.product(*per_strategy)]
+
+    def repick(self, key: KeyValues, existing: str, rng: random.Random) -> str:
+        """The physical key a re-save of a stored item goes to: its own shard.
+
+        Random segments are kept; deterministic ones are recomputed and must agree, so
+        a re-save never leaves a copy of the item on another shard.
+
+        Raises:
+            ShardKeyError: if the item's ``on`` values changed so it would move shard.
+        """
+        _, stored = self.split(existing)
+        segments: list[Segment] = []
+        for strategy, text in zip(self.strategies, stored, strict=True):
+            if not strategy.deterministic:
+                segments.append(text)
+                continue
+            fresh = self.segment_text(strategy.pick(key, rng))
+            if fresh != text:
+                names = ", ".join(strategy.attributes)
+                raise ShardKeyError(
+                    f"changing {names} moves this item from {existing!r} to segment {fresh!r}, "
+                    "which would leave the old copy behind; delete() it and save a new item"
+                )
+            segments.append(text)
+        return PhysicalKey(self.compose(key.logical_key, segments))

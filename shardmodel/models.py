@@ -1,0 +1,584 @@
+"""ShardedModel: a PynamoDB model whose partition key is sharded transparently.
+
+Instances always show the logical key. The physical key is chosen when the item is
+first serialized for a write, remembered on the instance (so a retried or repeated save
+goes to the same shard), and read back from every item loaded from the table.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from pynamodb.attributes import Attribute
+from pynamodb.constants import NUMBER, STRING
+from pynamodb.expressions.condition import Comparison, Condition, In
+from pynamodb.expressions.operand import Path, Value
+from pynamodb.expressions.update import Action
+from pynamodb.models import MetaModel, Model
+
+from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.errors import (
+    DuplicateItemError,
+    ShardConfigurationError,
+    ShardKeyError,
+    UnknownShardError,
+    UnsupportedOperationError,
+)
+from shardmodel.keys import PhysicalKey
+from shardmodel.retry import Backoff
+from shardmodel.strategies import KeyValues, TimeBuckets
+
+__all__ = ["ShardedModel", "ShardedModelMeta"]
+
+_M = TypeVar("_M", bound="ShardedModel")
+
+#: BatchGetItem's limit on keys per call.
+BATCH_GET_KEYS = 100
+
+_RawItem = dict[str, dict[str, Any]]
+
+
+class ShardedModelMeta(MetaModel):
+    """Checks a model's sharding declaration when the class is defined."""
+
+    def __init__(
+        cls,
+        name: str,
+        bases: tuple[type, ...],
+        namespace: dict[str, Any],
+        discriminator: Any = None,
+    ) -> None:
+        super().__init__(name, bases, namespace, discriminator)
+        _configure(cls)
+
+
+def _configure(cls: Any) -> None:
+    attributes: dict[str, Attribute[Any]] = cls.get_attributes()
+    sharded = [a for a in attributes.values() if isinstance(a, ShardedKeyAttribute)]
+    # kept in a tuple: an Attribute stored bare on the class would act as a descriptor
+    cls._shard_box = (sharded[0],) if sharded else ()
+    if not sharded:
+        return
+    attr = sharded[0]
+    layout = attr.layout
+    for strategy in layout.strategies:
+        strategy.check(cls.__name__, attributes, layout.separator)
+        for name in strategy.attributes:
+            source = attributes[name]
+            allowed = (STRING, NUMBER)
+            if source.attr_type not in allowed:
+                raise ShardConfigurationError(
+                    f"{cls.__name__}: {type(strategy).__name__} reads {name!r}, a "
+                    f"{type(source).__name__}; shard on a string or number attribute"
+                )
+            if isinstance(strategy, TimeBuckets) and source is attr:
+                raise ShardConfigurationError(
+                    f"{cls.__name__}: TimeBuckets(on={name!r}) names the partition key itself; "
+                    "name the time attribute, e.g. the sort key"
+                )
+
+
+def _sort_key(attribute: Attribute[Any] | None) -> Any:
+    """A function ordering raw items in DynamoDB's sort order of this attribute."""
+    from decimal import Decimal
+
+    if attribute is None:
+        return lambda item: 0
+    name, kind = attribute.attr_name, attribute.attr_type
+
+    def key(item: _RawItem) -> Any:
+        value = item[name][kind]
+        if kind == NUMBER:
+            return Decimal(value)
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        return bytes(value)
+
+    return key
+
+
+class ShardedModel(Model, metaclass=ShardedModelMeta):
+    """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
+
+    Declare the model as usual; mark the partition key with
+    ``ShardedKeyAttribute(hash_key=True, strategy=...)``. Optional ``Meta`` settings:
+
+    * ``shard_backoff``: a :class:`~shardmodel.retry.Backoff` for resending a batch
+      call's unprocessed keys and items.
+    """
+
+    _shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
+
+    def __init__(
+        self,
+        hash_key: Any = None,
+        range_key: Any = None,
+        _user_instantiated: bool = True,
+        **attributes: Any,
+    ) -> None:
+        self._physical_key: str | None = None
+        super().__init__(hash_key, range_key, _user_instantiated=_user_instantiated, **attributes)
+
+    # -- the key layout -------------------------------------------------------------
+
+    @classmethod
+    def _shard_attribute(cls) -> ShardedKeyAttribute | None:
+        """The sharded partition key attribute, or None on a model without one."""
+        return cls._shard_box[0] if cls._shard_box else None
+
+    @classmethod
+    def _sharded(cls) -> ShardedKeyAttribute:
+        attr = cls._shard_attribute()
+        if attr is None:  # pragma: no cover - guarded by callers
+            raise ShardConfigurationError(f"{cls.__name__} has no ShardedKeyAttribute")
+        return attr
+
+    @classmethod
+    def _backoff(cls) -> Backoff:
+        backoff = getattr(cls.Meta, "shard_backoff", None)
+        return backoff if isinstance(backoff, Backoff) else Backoff()
+
+    @classmethod
+    def _check_logical(cls, value: Any) -> str:
+        attr = cls._sharded()
+        field = f"{cls.__name__}.{attr.attr_name}"
+        if not isinstance(value, str):
+            raise ShardKeyError(
+                f"{field}: a sharded key must be a str, got {type(value).__name__} {value!r}; "
+                f"pass str({value!r})"
+            )
+        if not value:
+            raise ShardKeyError(f"{field}: the key is empty; DynamoDB keys need a value")
+        return value
+
+    @classmethod
+    def _key_values(cls, logical: str, values: dict[str, Any]) -> KeyValues:
+        """Build what the strategies see from python values by attribute name."""
+        attributes = cls.get_attributes()
+        attr = cls._sharded()
+        canonical: dict[str, str] = {}
+        known: dict[str, Any] = {}
+        for name in attr.layout.attributes:
+            source = attributes[name]
+            if source is attr:
+                known[name], canonical[name] = logical, logical
+                continue
+            value = values.get(name)
+            if value is None:
+                continue
+            known[name] = value
+            canonical[name] = str(source.serialize(value))
+        return KeyValues(logical_key=logical, values=known, canonical=canonical)
+
+    def _instance_key_values(self) -> KeyValues:
+        attr = self._sharded()
+        logical = self._check_logical(getattr(self, attr.attr_name))
+        names = self._sharded().layout.attributes
+        return self._key_values(logical, {n: getattr(self, n, None) for n in names})
+
+    @classmethod
+    def _candidate_keys(cls, hash_key: Any, range_key: Any = None) -> list[str]:
+        """Every physical key a read of (hash_key, range_key) must touch."""
+        if isinstance(hash_key, PhysicalKey):
+            cls._sharded().layout.split(hash_key)
+            return [hash_key]
+        logical = cls._check_logical(hash_key)
+        values: dict[str, Any] = {}
+        if cls._range_keyname is not None and range_key is not None:
+            values[cls._range_keyname] = range_key
+        return cls._sharded().layout.candidates(cls._key_values(logical, values))
+
+    def _write_key(self) -> str:
+        """The physical key this instance is written under; chosen once, then kept."""
+        attr = self._sharded()
+        key = self._instance_key_values()
+        existing = self._physical_key
+        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+            physical = attr.layout.repick(key, existing, attr.rng)
+        else:
+            physical = attr.layout.pick(key, attr.rng)
+        self._physical_key = physical
+        return physical
+
+    def _stored_key(self) -> str:
+        """The physical key of this stored item, for update, delete and refresh."""
+        attr = self._sharded()
+        key = self._instance_key_values()
+        existing = self._physical_key
+        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+            return existing
+        if attr.layout.deterministic:
+            self._physical_key = attr.layout.pick(key, attr.rng)
+            return self._physical_key
+        raise UnknownShardError(
+            f"{type(self).__name__}({attr.attr_name}={key.logical_key!r}) has no known shard: "
+            "its strategy is random and this instance was neither loaded nor saved; load it "
+            f"with {type(self).__name__}.get(...) first, or shard with HashShards(on=[...]) "
+            "so the shard follows from the item"
+        )
+
+    def get_physical_key(self) -> str | None:
+        """The item's physical partition key, or None while its shard is not yet chosen."""
+        if self._shard_attribute() is None:
+            return None
+        if self._physical_key is None and self._sharded().layout.deterministic:
+            return self._stored_key()
+        return self._physical_key
+
+    # -- (de)serialization ----------------------------------------------------------
+
+    def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
+        """Serialize with the physical partition key (choosing the shard on first write)."""
+        data: dict[str, dict[str, Any]] = super().serialize(null_check=null_check)
+        if self._shard_attribute() is not None:
+            data[self._sharded().attr_name] = {STRING: self._write_key()}
+        return data
+
+    @classmethod
+    def _logical_raw(cls, data: _RawItem) -> tuple[_RawItem, str | None]:
+        attr = cls._shard_attribute()
+        if attr is None or attr.attr_name not in data:
+            return data, None
+        physical = data[attr.attr_name][STRING]
+        logical = attr.layout.logical_key(physical)
+        return {**data, attr.attr_name: {STRING: logical}}, physical
+
+    @classmethod
+    def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
+        """Build an instance from a stored item: logical key shown, physical key kept."""
+        if data is None:
+            raise ValueError("Received no data to construct object")
+        logical_data, physical = cls._logical_raw(data)
+        instance: _M = super().from_raw_data(logical_data)
+        instance._physical_key = physical
+        return instance
+
+    def deserialize(self, attribute_values: _RawItem) -> None:
+        logical_data, physical = self._logical_raw(attribute_values)
+        super().deserialize(logical_data)
+        if physical is not None:
+            self._physical_key = physical
+
+    # -- keys PynamoDB sends for existing items ---------------------------------------
+
+    def _get_hash_range_key_serialized_values(self) -> tuple[Any, Any | None]:
+        hash_value, range_value = super()._get_hash_range_key_serialized_values()
+        if self._shard_attribute() is None:
+            return hash_value, range_value
+        return self._stored_key(), range_value
+
+    def _get_serialized_keys(self) -> tuple[Any, Any]:
+        hash_value, range_value = super()._get_serialized_keys()
+        if self._shard_attribute() is None:
+            return hash_value, range_value
+        return self._stored_key(), range_value
+
+    def _physical_condition(self, condition: Condition | None, physical: str) -> Condition | None:
+        """Rewrite ``key == logical`` comparisons in a condition to the physical key."""
+        attr = self._shard_attribute()
+        if condition is None or attr is None:
+            return condition
+        logical = getattr(self, attr.attr_name)
+
+        def rewrite(node: Any) -> Any:
+            if not isinstance(node, Condition):
+                return node
+            values = list(node.values)
+            is_key_test = (
+                isinstance(node, Comparison | In)
+                and node.operator in ("=", "<>", "IN")
+                and isinstance(values[0], Path)
+                and values[0].path == [attr.attr_name]
+            )
+            if is_key_test:
+                values = [values[0]] + [
+                    Value(physical, attribute=attr)
+                    if isinstance(v, Value) and v.value == {STRING: logical}
+                    else v
+                    for v in values[1:]
+                ]
+            else:
+                values = [rewrite(v) for v in values]
+            clone = copy.copy(node)
+            clone.values = tuple(values)
+            return clone
+
+        result: Condition = rewrite(condition)
+        return result
+
+    def _check_actions(self, actions: Sequence[Action]) -> None:
+        attr = self._shard_attribute()
+        if attr is None:
+            return
+        attributes = self.get_attributes()
+        guarded = {attributes[n].attr_name: n for n in attr.layout.attributes}
+        for action in actions:
+            path = action.values[0]
+            if isinstance(path, Path) and path.path and path.path[0] in guarded:
+                name = guarded[path.path[0]]
+                raise ShardKeyError(
+                    f"{type(self).__name__}.{name}: the shard is computed from {name}, so "
+                    "updating it in place would strand the item on the wrong shard; delete() "
+                    "the item and save() it with the new value"
+                )
+
+    # -- writes -----------------------------------------------------------------------
+
+    def _get_save_args(
+        self, condition: Condition | None = None, *, add_version_condition: bool = True
+    ) -> tuple[Iterable[Any], dict[str, Any]]:
+        args, kwargs = super()._get_save_args(
+            condition=condition, add_version_condition=add_version_condition
+        )
+        if self._physical_key is not None:
+            kwargs["condition"] = self._physical_condition(
+                kwargs.get("condition"), self._physical_key
+            )
+        return args, kwargs
+
+    def update(
+        self,
+        actions: list[Action],
+        condition: Condition | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> Any:
+        if self._shard_attribute() is not None and isinstance(actions, list):
+            self._check_actions(actions)
+            condition = self._physical_condition(condition, self._stored_key())
+        return super().update(actions, condition, add_version_condition=add_version_condition)
+
+    def delete(
+        self, condition: Condition | None = None, *, add_version_condition: bool = True
+    ) -> Any:
+        if self._shard_attribute() is not None:
+            condition = self._physical_condition(condition, self._stored_key())
+        return super().delete(condition, add_version_condition=add_version_condition)
+
+    def get_update_kwargs_from_instance(
+        self,
+        actions: list[Action],
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> dict[str, Any]:
+        if self._shard_attribute() is not None:
+            self._check_actions(actions)
+            condition = self._physical_condition(condition, self._stored_key())
+        result: dict[str, Any] = super().get_update_kwargs_from_instance(
+            actions,
+            condition,
+            return_values_on_condition_failure,
+            add_version_condition=add_version_condition,
+        )
+        return result
+
+    def get_delete_kwargs_from_instance(
+        self,
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> dict[str, Any]:
+        if self._shard_attribute() is not None:
+            condition = self._physical_condition(condition, self._stored_key())
+        result: dict[str, Any] = super().get_delete_kwargs_from_instance(
+            condition,
+            return_values_on_condition_failure,
+            add_version_condition=add_version_condition,
+        )
+        return result
+
+    # -- point reads ------------------------------------------------------------------
+
+    @classmethod
+    def _with_keys(cls, attributes_to_get: Sequence[str] | None) -> list[str] | None:
+        """A projection that still returns the key attributes (the physical key is needed)."""
+        if attributes_to_get is None:
+            return None
+        names = list(attributes_to_get)
+        for key_attr in (cls._hash_key_attribute(), cls._range_key_attribute()):
+            if key_attr is not None and key_attr.attr_name not in names:
+                names.append(key_attr.attr_name)
+        return names
+
+    @classmethod
+    def _fetch_raw(
+        cls,
+        keys: list[dict[str, Any]],
+        consistent_read: bool | None,
+        attributes_to_get: Sequence[str] | None,
+    ) -> list[_RawItem]:
+        """BatchGetItem over any number of keys, resending unprocessed keys with backoff."""
+        found: list[_RawItem] = []
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            pending = keys[start : start + BATCH_GET_KEYS]
+            waits = cls._backoff().waits()
+            while pending:
+                page, unprocessed = cls._batch_get_page(
+                    pending, consistent_read=consistent_read, attributes_to_get=attributes_to_get
+                )
+                found.extend(page or [])
+                pending = list(unprocessed or [])
+                if pending and next(waits, None) is None:
+                    raise UnsupportedOperationError(
+                        f"{cls.__name__}: BatchGetItem left {len(pending)} keys unprocessed "
+                        "after every retry; the table is throttled, retry later"
+                    )
+        return found
+
+    @classmethod
+    def _resolve(
+        cls,
+        requests: list[tuple[Any, Any, list[str]]],
+        consistent_read: bool | None,
+        attributes_to_get: Sequence[str] | None,
+    ) -> Iterator[_RawItem | None]:
+        """For each (logical, range key, candidates), the one stored raw item or None."""
+        hash_attr = cls._sharded()
+        range_attr = cls._range_key_attribute()
+        keys: list[dict[str, Any]] = []
+        wanted: list[tuple[list[str], Any]] = []
+        for _, range_key, candidates in requests:
+            range_ser = range_attr.serialize(range_key) if range_attr is not None else None
+            wanted.append((candidates, range_ser))
+            for physical in candidates:
+                key: dict[str, Any] = {hash_attr.attr_name: physical}
+                if range_attr is not None:
+                    key[range_attr.attr_name] = range_ser
+                keys.append(key)
+        raw_items = cls._fetch_raw(keys, consistent_read, cls._with_keys(attributes_to_get))
+        by_key: dict[tuple[str, Any], _RawItem] = {}
+        for raw in raw_items:
+            range_value = (
+                raw[range_attr.attr_name][range_attr.attr_type] if range_attr is not None else None
+            )
+            by_key[(raw[hash_attr.attr_name][STRING], range_value)] = raw
+        for (logical, _, _), (candidates, range_ser) in zip(requests, wanted, strict=True):
+            hits = [p for p in candidates if (p, range_ser) in by_key]
+            if len(hits) > 1:
+                raise DuplicateItemError(
+                    f"{cls.__name__}({hash_attr.attr_name}={logical!r}) is stored under "
+                    f"{len(hits)} physical keys: {', '.join(hits)}; random shards suit "
+                    "append-only items, use HashShards(on=[sort key]) for items you overwrite, "
+                    "and delete the extra copies",
+                    hits,
+                )
+            yield by_key[(hits[0], range_ser)] if hits else None
+
+    @classmethod
+    def get(
+        cls: type[_M],
+        hash_key: Any,
+        range_key: Any = None,
+        consistent_read: bool = False,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> _M:
+        """Get one item by logical key, reading every candidate shard in one BatchGetItem."""
+        if cls._shard_attribute() is None:
+            result: _M = super().get(hash_key, range_key, consistent_read, attributes_to_get)
+            return result
+        candidates = cls._candidate_keys(hash_key, range_key)
+        if len(candidates) == 1:
+            single: _M = super().get(
+                candidates[0], range_key, consistent_read, cls._with_keys(attributes_to_get)
+            )
+            return single
+        (raw,) = cls._resolve(
+            [(hash_key, range_key, candidates)], consistent_read, attributes_to_get
+        )
+        if raw is None:
+            raise cls.DoesNotExist()
+        return cls.from_raw_data(raw)
+
+    @classmethod
+    def batch_get(
+        cls: type[_M],
+        items: Iterable[Any],
+        consistent_read: bool | None = None,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> Iterator[_M]:
+        """Get many items by logical key; each key's candidate shards are read together."""
+        if cls._shard_attribute() is None:
+            yield from super().batch_get(items, consistent_read, attributes_to_get)
+            return
+        group: list[tuple[Any, Any, list[str]]] = []
+        size = 0
+        for item in dict.fromkeys(items):
+            hash_key, range_key = cls._split_batch_key(item)
+            candidates = cls._candidate_keys(hash_key, range_key)
+            if group and size + len(candidates) > BATCH_GET_KEYS:
+                yield from cls._instances(group, consistent_read, attributes_to_get)
+                group, size = [], 0
+            group.append((hash_key, range_key, candidates))
+            size += len(candidates)
+        if group:
+            yield from cls._instances(group, consistent_read, attributes_to_get)
+
+    @classmethod
+    def _instances(
+        cls: type[_M],
+        group: list[tuple[Any, Any, list[str]]],
+        consistent_read: bool | None,
+        attributes_to_get: Sequence[str] | None,
+    ) -> Iterator[_M]:
+        for raw in cls._resolve(group, consistent_read, attributes_to_get):
+            if raw is not None:
+                yield cls.from_raw_data(raw)
+
+    @classmethod
+    def _split_batch_key(cls, item: Any) -> tuple[Any, Any]:
+        if cls._range_keyname is None:
+            return item, None
+        if isinstance(item, str):
+            raise ValueError(f"Invalid key value {item!r}: expected a (hash key, range key) pair")
+        try:
+            hash_key, range_key = item
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"Invalid key value {item!r}: expected a (hash key, range key) pair"
+            ) from None
+        return hash_key, range_key
+
+    def refresh(self, consistent_read: bool = False) -> None:
+        """Reload this item; an instance of unknown shard is looked up on every candidate."""
+        attr = self._shard_attribute()
+        if attr is None or self._physical_key is not None or attr.layout.deterministic:
+            super().refresh(consistent_read)
+            return
+        logical = self._check_logical(getattr(self, attr.attr_name))
+        range_key = getattr(self, self._range_keyname) if self._range_keyname else None
+        candidates = self._candidate_keys(logical, range_key)
+        (raw,) = self._resolve([(logical, range_key, candidates)], consistent_read, None)
+        if raw is None:
+            raise self.DoesNotExist("This item does not exist in the table.")
+        self.deserialize(raw)
+
+    @classmethod
+    def get_operation_kwargs_from_class(
+        cls,
+        hash_key: str,
+        range_key: Any = None,
+        condition: Condition | None = None,
+    ) -> dict[str, Any]:
+        """Request arguments for TransactGet/condition checks: the key must name one shard."""
+        if cls._shard_attribute() is None:
+            result: dict[str, Any] = super().get_operation_kwargs_from_class(
+                hash_key, range_key, condition
+            )
+            return result
+        candidates = cls._candidate_keys(hash_key, range_key)
+        if len(candidates) != 1:
+            raise UnsupportedOperationError(
+                f"{cls.__name__}: a transaction names exactly one item, but key {hash_key!r} "
+                f"may be on any of {len(candidates)} shards; pass a loaded instance's "
+                "get_physical_key(), or shard with HashShards(on=[sort key]) so the key names "
+                "one shard"
+            )
+        physical_kwargs: dict[str, Any] = super().get_operation_kwargs_from_class(
+            candidates[0], range_key, condition
+        )
+        return physical_kwargs

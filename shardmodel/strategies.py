@@ -1,0 +1,293 @@
+"""Sharding strategies: small immutable value objects that each decide one key segment.
+
+A strategy answers two questions for one logical key:
+
+* ``pick``: which segment a write goes to;
+* ``candidates``: which segments a read by full key must touch.
+
+Strategies compose left to right into the key suffix (see :mod:`shardmodel.keys`).
+Adding a strategy touches only this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+from shardmodel._time import GRANULARITIES, bucket_label, check_time_format, to_utc
+from shardmodel.errors import ShardConfigurationError, ShardKeyError
+
+__all__ = [
+    "MAX_SHARDS",
+    "HashShards",
+    "KeyValues",
+    "RandomShards",
+    "Segment",
+    "ShardStrategy",
+    "TimeBuckets",
+]
+
+#: The largest shard count a numbered strategy accepts. A read by full key of a
+#: random-sharded item reads every shard, and BatchGetItem takes 100 keys per call.
+MAX_SHARDS = 1000
+
+#: A segment is a shard number (formatted with the layout's first shard) or a label.
+Segment = int | str
+
+
+@frozen
+class KeyValues:
+    """What a strategy may look at: the logical key and the item's known attribute values.
+
+    Attributes:
+        logical_key: the logical partition key the application uses.
+        values: python values by attribute name; absent names are unknown.
+        canonical: the same values as stable strings (DynamoDB's serialized form),
+            the input of hashing.
+    """
+
+    logical_key: str
+    values: Mapping[str, Any]
+    canonical: Mapping[str, str]
+
+
+@runtime_checkable
+class ShardStrategy(Protocol):
+    """The protocol every strategy implements."""
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """Names of the model attributes the strategy reads (beyond the logical key)."""
+        ...
+
+    @property
+    def deterministic(self) -> bool:
+        """True when the item's values alone decide the segment (no randomness)."""
+        ...
+
+    def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
+        """Raise :class:`ShardConfigurationError` if the strategy cannot work on this model."""
+        ...
+
+    def pick(self, key: KeyValues, rng: random.Random) -> Segment:
+        """The segment a write of this item goes to."""
+        ...
+
+    def candidates(self, key: KeyValues) -> Sequence[Segment]:
+        """Every segment a read of this item by full key must touch."""
+        ...
+
+
+def _check_count(name: str, n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ShardConfigurationError(
+            f"{name}(n={n!r}): the shard count must be an int; write {name}(10) for 10 shards"
+        )
+    if not 1 <= n <= MAX_SHARDS:
+        raise ShardConfigurationError(
+            f"{name}(n={n}): the shard count must be between 1 and {MAX_SHARDS}; "
+            "pick the count from your peak load (peak WCU / 1,000 per partition)"
+        )
+
+
+def _check_attributes_exist(
+    strategy: str, model_name: str, names: Sequence[str], attributes: Mapping[str, Any]
+) -> None:
+    for name in names:
+        if name not in attributes:
+            known = ", ".join(sorted(attributes))
+            raise ShardConfigurationError(
+                f"{model_name}: {strategy} reads attribute {name!r}, which the model does not "
+                f"define; use one of: {known}"
+            )
+
+
+@frozen
+class RandomShards:
+    """Write to a uniformly random shard of ``n``; a read by full key reads all ``n``.
+
+    Suits append-only items (events, logs): two saves of the same logical item may land
+    on different shards. Use :class:`HashShards` when items are overwritten.
+    """
+
+    n: int
+
+    def __attrs_post_init__(self) -> None:
+        _check_count("RandomShards", self.n)
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def deterministic(self) -> bool:
+        return False
+
+    def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
+        return None
+
+    def pick(self, key: KeyValues, rng: random.Random) -> Segment:
+        return rng.randrange(self.n)
+
+    def candidates(self, key: KeyValues) -> Sequence[Segment]:
+        return range(self.n)
+
+
+_ALGORITHMS = ("md5", "sha256")
+
+
+def _to_on_tuple(value: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+@frozen
+class HashShards:
+    """Write to ``hash(values of on) % n``: the same values always pick the same shard.
+
+    The hash is ``md5`` (or ``sha256``) of the ``on`` attributes' values, in their
+    DynamoDB string form, joined by ``joiner`` (default: concatenated, as the public
+    write-sharding guides compute it). It is stable across processes and versions.
+
+    A read by full key touches one shard when every ``on`` attribute is part of the key;
+    otherwise it reads all ``n``.
+
+    Args:
+        n: the shard count.
+        on: attribute names whose values are hashed; the partition key's own name means
+            the logical key.
+        algorithm: ``"md5"`` or ``"sha256"``.
+        joiner: the string put between the values before hashing.
+    """
+
+    n: int
+    on: tuple[str, ...] = field(converter=_to_on_tuple)
+    algorithm: str = "md5"
+    joiner: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        _check_count("HashShards", self.n)
+        if not self.on:
+            raise ShardConfigurationError(
+                "HashShards(on=[]): name at least one attribute to hash, e.g. on=['timestamp']"
+            )
+        if self.algorithm not in _ALGORITHMS:
+            raise ShardConfigurationError(
+                f"HashShards(algorithm={self.algorithm!r}): use one of {_ALGORITHMS}"
+            )
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return self.on
+
+    @property
+    def deterministic(self) -> bool:
+        return True
+
+    def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
+        _check_attributes_exist("HashShards(on=...)", model_name, self.on, attributes)
+
+    def shard_of(self, values: Sequence[str]) -> int:
+        """The shard of these canonical values: ``int(hexdigest) % n``."""
+        data = self.joiner.join(values).encode("utf-8")
+        digest = hashlib.new(self.algorithm, data).digest()
+        return int.from_bytes(digest, "big") % self.n
+
+    def _known(self, key: KeyValues) -> list[str] | None:
+        if all(name in key.canonical for name in self.on):
+            return [key.canonical[name] for name in self.on]
+        return None
+
+    def pick(self, key: KeyValues, rng: random.Random) -> Segment:
+        known = self._known(key)
+        if known is None:
+            missing = [name for name in self.on if name not in key.canonical]
+            raise ShardKeyError(
+                f"HashShards(on={list(self.on)}): attribute {missing[0]!r} has no value; "
+                f"set {missing[0]} before saving, the shard is computed from it"
+            )
+        return self.shard_of(known)
+
+    def candidates(self, key: KeyValues) -> Sequence[Segment]:
+        known = self._known(key)
+        if known is None:
+            return range(self.n)
+        return (self.shard_of(known),)
+
+
+def _granularity_format(granularity: str) -> str:
+    return GRANULARITIES.get(granularity, granularity)
+
+
+@frozen
+class TimeBuckets:
+    """Write to the time bucket of the item's ``on`` attribute, always in UTC.
+
+    Args:
+        on: the time attribute: a number (epoch seconds), a ``UTCDateTimeAttribute`` or an
+            ISO 8601 string with an offset.
+        granularity: ``minute``, ``hour``, ``day``, ``week`` (ISO week), ``month``, ``year``,
+            or any strftime format such as ``"%Y-%m-%d-%H"``.
+    """
+
+    on: str
+    granularity: str = "day"
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.on, str) or not self.on:
+            raise ShardConfigurationError(
+                f"TimeBuckets(on={self.on!r}): name the time attribute, e.g. on='timestamp'"
+            )
+        check_time_format(f"TimeBuckets(granularity={self.granularity!r})", self.format)
+
+    @property
+    def format(self) -> str:
+        """The strftime format of a bucket label."""
+        return _granularity_format(self.granularity)
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return (self.on,)
+
+    @property
+    def deterministic(self) -> bool:
+        return True
+
+    def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
+        _check_attributes_exist("TimeBuckets(on=...)", model_name, (self.on,), attributes)
+        sample = bucket_label(datetime(2024, 12, 31, 23, 59, tzinfo=timezone.utc), self.format)
+        if separator in sample:
+            raise ShardConfigurationError(
+                f"{model_name}: TimeBuckets(granularity={self.granularity!r}) makes labels like "
+                f"{sample!r} that contain the key separator {separator!r}; choose another "
+                "separator on ShardedKeyAttribute or a format without it"
+            )
+
+    def bucket(self, value: Any) -> str:
+        """The bucket label of a time value."""
+        return bucket_label(to_utc(self.on, value), self.format)
+
+    def pick(self, key: KeyValues, rng: random.Random) -> Segment:
+        value = key.values.get(self.on)
+        if value is None:
+            raise ShardKeyError(
+                f"TimeBuckets(on={self.on!r}): attribute {self.on!r} has no value; "
+                f"set {self.on} before saving, the bucket is computed from it"
+            )
+        return self.bucket(value)
+
+    def candidates(self, key: KeyValues) -> Sequence[Segment]:
+        value = key.values.get(self.on)
+        if value is None:
+            raise ShardKeyError(
+                f"TimeBuckets(on={self.on!r}): a read by key needs the value of {self.on!r} to "
+                f"find its bucket; make {self.on} the range key, or use query() with a "
+                f"condition on {self.on}"
+            )
+        return (self.bucket(value),)
