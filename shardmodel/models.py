@@ -17,6 +17,7 @@ from pynamodb.expressions.condition import Comparison, Condition, In
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
 from pynamodb.models import MetaModel, Model
+from pynamodb.pagination import ResultIterator
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.errors import (
@@ -27,6 +28,7 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import PhysicalKey
+from shardmodel.query import MergedResultIterator, dynamodb_sort_key
 from shardmodel.retry import Backoff
 from shardmodel.strategies import KeyValues, TimeBuckets
 
@@ -78,25 +80,6 @@ def _configure(cls: Any) -> None:
                     f"{cls.__name__}: TimeBuckets(on={name!r}) names the partition key itself; "
                     "name the time attribute, e.g. the sort key"
                 )
-
-
-def _sort_key(attribute: Attribute[Any] | None) -> Any:
-    """A function ordering raw items in DynamoDB's sort order of this attribute."""
-    from decimal import Decimal
-
-    if attribute is None:
-        return lambda item: 0
-    name, kind = attribute.attr_name, attribute.attr_type
-
-    def key(item: _RawItem) -> Any:
-        value = item[name][kind]
-        if kind == NUMBER:
-            return Decimal(value)
-        if isinstance(value, str):
-            return value.encode("utf-8")
-        return bytes(value)
-
-    return key
 
 
 class ShardedModel(Model, metaclass=ShardedModelMeta):
@@ -582,3 +565,148 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
             candidates[0], range_key, condition
         )
         return physical_kwargs
+
+    # -- queries ----------------------------------------------------------------------
+
+    @classmethod
+    def _query_shards(cls, hash_key: Any) -> list[str]:
+        """The physical keys a query of one logical key reads."""
+        try:
+            return cls._candidate_keys(hash_key)
+        except ShardKeyError:
+            strategy = next(
+                s for s in cls._sharded().layout.strategies if isinstance(s, TimeBuckets)
+            )
+            raise UnsupportedOperationError(
+                f"{cls.__name__}.query: {strategy!r} needs the time range to pick buckets, and "
+                "this version reads buckets only one at a time; pass "
+                "PhysicalKey('<logical>#<bucket>#...') to query one bucket"
+            ) from None
+
+    @classmethod
+    def _index_uses_sharded_key(cls, index_name: str | None) -> bool:
+        if index_name is None:
+            return True
+        index = cls._indexes[index_name]
+        hash_attr = index._hash_key_attribute()
+        return hash_attr is not None and hash_attr.attr_name == cls._sharded().attr_name
+
+    @classmethod
+    def _sort_attribute(cls, index_name: str | None) -> Attribute[Any] | None:
+        if index_name is None:
+            attr: Attribute[Any] | None = cls._range_key_attribute()
+            return attr
+        index_meta = cls._indexes[index_name].Meta
+        for attr in index_meta.attributes.values():
+            if attr.is_range_key:
+                return attr
+        return None
+
+    @classmethod
+    def query(  # type: ignore[override]
+        cls: type[_M],
+        hash_key: Any,
+        range_key_condition: Condition | None = None,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        index_name: str | None = None,
+        scan_index_forward: bool | None = None,
+        limit: int | None = None,
+        last_evaluated_key: dict[str, dict[str, Any]] | None = None,
+        attributes_to_get: Sequence[str] | None = None,
+        page_size: int | None = None,
+        rate_limit: float | None = None,
+    ) -> Iterator[_M]:
+        """Query one logical key across its shards, merged in sort-key order.
+
+        Keeps PynamoDB's signature. ``limit`` applies to the merged stream. A query that
+        reads more than one shard cannot resume from ``last_evaluated_key`` in this version.
+        """
+        passthrough = cls._shard_attribute() is None or not cls._index_uses_sharded_key(index_name)
+        if passthrough:
+            return super().query(
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                scan_index_forward,
+                limit,
+                last_evaluated_key,
+                attributes_to_get,
+                page_size,
+                rate_limit,
+            )
+        shards = cls._query_shards(hash_key)
+        if last_evaluated_key is not None and len(shards) > 1:
+            raise UnsupportedOperationError(
+                f"{cls.__name__}.query: resuming a query over {len(shards)} shards from "
+                "last_evaluated_key is not supported in this version; re-run the query with "
+                "a range condition starting after the last item you saw"
+            )
+        kwargs: dict[str, Any] = {
+            "range_key_condition": range_key_condition,
+            "filter_condition": filter_condition,
+            "index_name": index_name,
+            "exclusive_start_key": last_evaluated_key,
+            "consistent_read": consistent_read,
+            "scan_index_forward": scan_index_forward,
+            "limit": page_size if page_size is not None else limit,
+            "attributes_to_get": cls._with_keys(attributes_to_get),
+        }
+        connection = cls._get_connection()
+        streams: list[ResultIterator[dict[str, dict[str, Any]]]] = [
+            ResultIterator(connection.query, (physical,), dict(kwargs), rate_limit=rate_limit)
+            for physical in shards
+        ]
+        return MergedResultIterator(
+            streams,
+            dynamodb_sort_key(cls._sort_attribute(index_name)),
+            forward=scan_index_forward is not False,
+            build=cls.from_raw_data,
+            limit=limit,
+        )
+
+    @classmethod
+    def count(
+        cls,
+        hash_key: Any = None,
+        range_key_condition: Condition | None = None,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        index_name: str | None = None,
+        limit: int | None = None,
+        rate_limit: float | None = None,
+    ) -> int:
+        """Count one logical key's items, summed over its shards (or the table's, keyless)."""
+        passthrough = (
+            hash_key is None
+            or cls._shard_attribute() is None
+            or not cls._index_uses_sharded_key(index_name)
+        )
+        if passthrough:
+            total: int = super().count(
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                limit,
+                rate_limit,
+            )
+            return total
+        counted = 0
+        for physical in cls._query_shards(hash_key):
+            remaining = None if limit is None else limit - counted
+            if remaining is not None and remaining <= 0:
+                break
+            counted += super().count(
+                PhysicalKey(physical),
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                remaining,
+                rate_limit,
+            )
+        return counted

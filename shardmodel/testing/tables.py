@@ -32,6 +32,11 @@ def bind_models(models: Iterable[type[Model]], host: str | None, **meta: Any) ->
     Extra keyword arguments set other ``Meta`` fields, e.g. ``region``.
     """
     for model in models:
+        changed = getattr(model.Meta, "host", None) != host or any(
+            getattr(model.Meta, name, None) != value for name, value in meta.items()
+        )
+        if not changed:
+            continue  # keep the cached client: building one costs tens of milliseconds
         model.Meta.host = host
         for name, value in meta.items():
             setattr(model.Meta, name, value)

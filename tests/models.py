@@ -1,0 +1,117 @@
+"""Models shared by the test suites: one per strategy, plus the guides' hand-made layouts."""
+
+from __future__ import annotations
+
+from pynamodb.attributes import (
+    NumberAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+    VersionAttribute,
+)
+from pynamodb.models import Model
+
+from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+
+
+class RandomEvent(ShardedModel):
+    """Append-only events on 10 random shards."""
+
+    class Meta:
+        table_name = "random-events"
+        region = "us-east-1"
+
+    user_id = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(10))
+    timestamp = NumberAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
+class HashedEvent(ShardedModel):
+    """Events hashed on the sort key: overwrite semantics and one-shard gets."""
+
+    class Meta:
+        table_name = "hashed-events"
+        region = "us-east-1"
+
+    user_id = ShardedKeyAttribute(hash_key=True, strategy=HashShards(8, on=["timestamp"]))
+    timestamp = NumberAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
+class DailyEvent(ShardedModel):
+    """Events in daily UTC buckets, each bucket spread over 5 random shards."""
+
+    class Meta:
+        table_name = "daily-events"
+        region = "us-east-1"
+
+    tenant_id = ShardedKeyAttribute(
+        hash_key=True, strategy=[TimeBuckets("created", "day"), RandomShards(5)]
+    )
+    created = UTCDateTimeAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
+class VersionedDoc(ShardedModel):
+    """A hash-sharded document with optimistic locking."""
+
+    class Meta:
+        table_name = "versioned-docs"
+        region = "us-east-1"
+
+    doc_id = ShardedKeyAttribute(hash_key=True, strategy=HashShards(4, on=["doc_id"]))
+    body = UnicodeAttribute(null=True)
+    version = VersionAttribute()
+
+
+class FileLog(ShardedModel):
+    """The guides' calculated-suffix layout: path_<md5(path + timestamp) % 10 + 1>."""
+
+    class Meta:
+        table_name = "file-log"
+        region = "us-east-1"
+
+    path = ShardedKeyAttribute(
+        hash_key=True,
+        strategy=HashShards(10, on=["path", "timestamp"]),
+        separator="_",
+        first_shard=1,
+    )
+    timestamp = NumberAttribute(range_key=True)
+    size = NumberAttribute(null=True)
+
+
+class SensorReading(ShardedModel):
+    """The shard-leading layout: pk "7#2023-10-27-15", sk "<sensor>#<iso time>"."""
+
+    class Meta:
+        table_name = "sensor-readings"
+        region = "us-east-1"
+
+    hour = ShardedKeyAttribute(
+        hash_key=True, strategy=HashShards(10, on=["sk"]), placement="prefix"
+    )
+    sk = UnicodeAttribute(range_key=True)
+    value = NumberAttribute(null=True)
+
+
+class PlainEvent(Model):
+    """An unsharded reference model with RandomEvent's schema."""
+
+    class Meta:
+        table_name = "plain-events"
+        region = "us-east-1"
+
+    user_id = UnicodeAttribute(hash_key=True)
+    timestamp = NumberAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
+ALL_MODELS: tuple[type[Model], ...] = (
+    RandomEvent,
+    HashedEvent,
+    DailyEvent,
+    VersionedDoc,
+    FileLog,
+    SensorReading,
+    PlainEvent,
+)
