@@ -16,7 +16,7 @@ from pynamodb.constants import NUMBER, STRING
 from pynamodb.expressions.condition import Comparison, Condition, In
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
-from pynamodb.models import MetaModel, Model
+from pynamodb.models import BatchWrite, MetaModel, Model
 from pynamodb.pagination import ResultIterator
 
 from shardmodel.attributes import ShardedKeyAttribute
@@ -24,6 +24,7 @@ from shardmodel.errors import (
     DuplicateItemError,
     ShardConfigurationError,
     ShardKeyError,
+    ShardModelError,
     UnknownShardError,
     UnsupportedOperationError,
 )
@@ -80,6 +81,31 @@ def _configure(cls: Any) -> None:
                     f"{cls.__name__}: TimeBuckets(on={name!r}) names the partition key itself; "
                     "name the time attribute, e.g. the sort key"
                 )
+
+
+class ShardedBatchWrite(BatchWrite[_M]):
+    """PynamoDB's BatchWrite, checking each item's physical key when it is added.
+
+    A bad item raises at ``save``/``delete``; leaving the ``with`` block on a shardmodel
+    error then drops the pending items instead of committing them (PynamoDB commits on
+    any exit), so a validation error writes nothing that was still pending.
+    """
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> Any:
+        if isinstance(exc_val, ShardModelError):
+            self.pending_operations = []
+            return None
+        return super().__exit__(exc_type, exc_val, exc_tb)
+
+    def save(self, put_item: _M) -> None:
+        if put_item._shard_attribute() is not None:
+            put_item._write_key()
+        super().save(put_item)
+
+    def delete(self, del_item: _M) -> None:
+        if del_item._shard_attribute() is not None:
+            del_item._stored_key()
+        super().delete(del_item)
 
 
 class ShardedModel(Model, metaclass=ShardedModelMeta):
@@ -387,6 +413,11 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
             if key_attr is not None and key_attr.attr_name not in names:
                 names.append(key_attr.attr_name)
         return names
+
+    @classmethod
+    def batch_write(cls: type[_M], auto_commit: bool = True) -> ShardedBatchWrite[_M]:
+        """A batch writer that checks each item's physical key as it is added."""
+        return ShardedBatchWrite(cls, auto_commit=auto_commit)
 
     @classmethod
     def _fetch_raw(

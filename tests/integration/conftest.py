@@ -1,0 +1,114 @@
+"""Servers for the integration suite, started on loopback by the test session.
+
+Every integration test runs once against a moto server and once against dynalite
+(an independent DynamoDB implementation from the npm registry).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shardmodel.testing import bind_models, create_tables, drop_tables
+from tests.models import ALL_MODELS
+
+ROOT = Path(__file__).resolve().parents[2]
+DYNALITE = ROOT / "node_modules" / ".bin" / "dynalite"
+CREDENTIALS = {
+    "region": "us-east-1",
+    "aws_access_key_id": "testing",
+    "aws_secret_access_key": "testing",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"test server exited with code {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def dynalite_url() -> Iterator[str]:
+    """A dynalite server on loopback, in memory, tables active at once."""
+    if not DYNALITE.exists() or shutil.which("node") is None:
+        raise RuntimeError("dynalite is not installed: run `make install` (npm ci) first")
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            str(DYNALITE),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--createTableMs",
+            "0",
+            "--deleteTableMs",
+            "0",
+            "--updateTableMs",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process, timeout=20)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def moto_url() -> Iterator[str]:
+    """A moto server on loopback, in a thread of this process."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        wait_for_port(port, None, timeout=20)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["moto", "dynalite"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test model bound to one server with fresh tables; yields the server's name."""
+    url = request.getfixturevalue(f"{request.param}_url")
+    bind_models(ALL_MODELS, host=url, **CREDENTIALS)
+    drop_tables(ALL_MODELS)
+    create_tables(ALL_MODELS)
+    try:
+        yield str(request.param)
+    finally:
+        drop_tables(ALL_MODELS)
+        bind_models(ALL_MODELS, host=None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/integration is marked integration."""
+    for item in items:
+        if "tests/integration" in str(item.path):
+            item.add_marker(pytest.mark.integration)
