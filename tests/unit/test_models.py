@@ -202,7 +202,7 @@ def test_updating_an_on_attribute_is_refused_before_the_call() -> None:
     """Changing a value the shard is computed from would strand the item: refused."""
     reading = SensorReading(hour="2023-10-27-15", sk="sensor-alpha-001#t1", value=1)
     reading.save()
-    with pytest.raises(ShardKeyError, match="SensorReading.sk"):
+    with pytest.raises(ShardKeyError, match=r"SensorReading\.sk"):
         reading.update(actions=[SensorReading.sk.set("other")])
     reading.sk = "sensor-alpha-001#t2"
     assert SensorReading.get("2023-10-27-15", "sensor-alpha-001#t1").value == 1
