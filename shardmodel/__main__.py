@@ -1,0 +1,7 @@
+"""``python -m shardmodel``: the command line."""
+
+import sys
+
+from shardmodel.cli import main
+
+sys.exit(main())
