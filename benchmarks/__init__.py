@@ -1,0 +1,1 @@
+"""shardmodel's benchmarks: `make bench` prints ratios against a baseline run alongside."""
