@@ -8,7 +8,8 @@ built-in exception whose meaning fits, so ``except ValueError`` keeps working::
     ├── ShardKeyError (ValueError)            an item's values cannot make a physical key
     ├── UnknownShardError (LookupError)       an instance's shard cannot be known
     ├── DuplicateItemError (LookupError)      one logical item found on two shards
-    └── UnsupportedOperationError (TypeError) the operation cannot work on this layout
+    ├── UnsupportedOperationError (TypeError) the operation cannot work on this layout
+    └── CursorError (ValueError)              a query cursor cannot be resumed here
 
 Messages name the field at fault and say how to fix it. Errors raised while
 preparing a request are raised before anything is sent, so nothing is written.
@@ -55,3 +56,7 @@ class DuplicateItemError(ShardModelError, LookupError):
 
 class UnsupportedOperationError(ShardModelError, TypeError):
     """The operation cannot be done on this sharded layout; the message says what can."""
+
+
+class CursorError(ShardModelError, ValueError):
+    """A query cursor is tampered, truncated, from another version, or for another query."""

@@ -8,6 +8,7 @@ goes to the same shard), and read back from every item loaded from the table.
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -17,10 +18,12 @@ from pynamodb.expressions.condition import Comparison, Condition, In
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, MetaModel, Model
-from pynamodb.pagination import ResultIterator
 
+from shardmodel._conditions import bounds_of
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.cursor import Cursor, decode_cursor, encode_cursor
 from shardmodel.errors import (
+    CursorError,
     DuplicateItemError,
     ShardConfigurationError,
     ShardKeyError,
@@ -29,9 +32,9 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import PhysicalKey
-from shardmodel.query import MergedResultIterator, dynamodb_sort_key
+from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.retry import Backoff
-from shardmodel.strategies import KeyValues, TimeBuckets
+from shardmodel.strategies import KeyValues, TimeBounds, TimeBuckets
 
 __all__ = ["ShardedModel", "ShardedModelMeta"]
 
@@ -600,38 +603,102 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     # -- queries ----------------------------------------------------------------------
 
     @classmethod
-    def _query_shards(cls, hash_key: Any) -> list[str]:
-        """The physical keys a query of one logical key reads."""
-        try:
-            return cls._candidate_keys(hash_key)
-        except ShardKeyError:
-            strategy = next(
-                s for s in cls._sharded().layout.strategies if isinstance(s, TimeBuckets)
+    def _query_attribute(cls, index_name: str | None, which: str) -> Attribute[Any] | None:
+        """The hash or range key attribute of the table or of an index."""
+        if index_name is None:
+            attr: Attribute[Any] | None = (
+                cls._hash_key_attribute() if which == "hash" else cls._range_key_attribute()
             )
-            raise UnsupportedOperationError(
-                f"{cls.__name__}.query: {strategy!r} needs the time range to pick buckets, and "
-                "this version reads buckets only one at a time; pass "
-                "PhysicalKey('<logical>#<bucket>#...') to query one bucket"
-            ) from None
+            return attr
+        for candidate in cls._indexes[index_name].Meta.attributes.values():
+            if (candidate.is_hash_key and which == "hash") or (
+                candidate.is_range_key and which == "range"
+            ):
+                return candidate  # type: ignore[no-any-return]
+        return None
 
     @classmethod
     def _index_uses_sharded_key(cls, index_name: str | None) -> bool:
-        if index_name is None:
-            return True
-        index = cls._indexes[index_name]
-        hash_attr = index._hash_key_attribute()
+        hash_attr = cls._query_attribute(index_name, "hash")
         return hash_attr is not None and hash_attr.attr_name == cls._sharded().attr_name
 
     @classmethod
-    def _sort_attribute(cls, index_name: str | None) -> Attribute[Any] | None:
-        if index_name is None:
-            attr: Attribute[Any] | None = cls._range_key_attribute()
-            return attr
-        index_meta = cls._indexes[index_name].Meta
-        for attr in index_meta.attributes.values():
-            if attr.is_range_key:
-                return attr
+    def _python_name(cls, attribute: Attribute[Any] | None) -> str | None:
+        if attribute is None:
+            return None
+        for name, candidate in cls.get_attributes().items():
+            if candidate.attr_name == attribute.attr_name:
+                return name
         return None
+
+    @classmethod
+    def _query_groups(
+        cls,
+        hash_key: Any,
+        range_key_condition: Condition | None,
+        index_name: str | None,
+        time_range: TimeBounds | None,
+        forward: bool,
+    ) -> list[list[str]]:
+        """The physical keys a query reads, grouped: groups are read one after another."""
+        layout = cls._sharded().layout
+        if isinstance(hash_key, PhysicalKey):
+            layout.split(hash_key)
+            return [[hash_key]]
+        logical = cls._check_logical(hash_key)
+        sort_attr = cls._query_attribute(index_name, "range")
+        sort_name = cls._python_name(sort_attr)
+        values: dict[str, Any] = {}
+        bounds: dict[str, TimeBounds] = {}
+        if sort_attr is not None and sort_name is not None:
+            found = bounds_of(range_key_condition, sort_attr)
+            if found.equal is not None:
+                values[sort_name] = found.equal
+            bounds[sort_name] = (found.lower, found.upper)
+        if time_range is not None:
+            for strategy in layout.strategies:
+                if isinstance(strategy, TimeBuckets):
+                    bounds[strategy.on] = time_range
+        key = cls._key_values(logical, values)
+        per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
+        splits = [
+            i
+            for i, s in enumerate(layout.strategies)
+            if s.ordered and sort_name is not None and sort_name in s.attributes
+        ]
+        groups: dict[tuple[int, ...], list[str]] = {}
+        ranges = [range(len(c)) for c in per_strategy]
+        for combo in itertools.product(*ranges):
+            segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+            group = tuple(combo[i] for i in splits)
+            groups.setdefault(group, []).append(layout.compose(logical, segments))
+        ordered = [groups[g] for g in sorted(groups)]
+        return ordered if forward else ordered[::-1]
+
+    @classmethod
+    def _cursor_secret(cls) -> bytes | None:
+        secret = getattr(cls.Meta, "cursor_secret", None)
+        if secret is None:
+            return None
+        return secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+
+    @classmethod
+    def _parallelism(cls, parallelism: int | None) -> int:
+        """Worker threads per query: at most the connection pool, so none waits for a socket."""
+        pool = int(getattr(cls.Meta, "max_pool_connections", 10) or 10)
+        if parallelism is None:
+            return pool
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise ShardKeyError(
+                f"parallelism={parallelism!r}: give a positive int (default: the connection "
+                f"pool size, Meta.max_pool_connections = {pool})"
+            )
+        return min(parallelism, pool)
+
+    @classmethod
+    def _warm_client(cls) -> None:
+        """Build the botocore client here: PynamoDB builds it lazily without a lock."""
+        _ = cls._get_connection().connection.client
 
     @classmethod
     def query(  # type: ignore[override]
@@ -643,15 +710,21 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         index_name: str | None = None,
         scan_index_forward: bool | None = None,
         limit: int | None = None,
-        last_evaluated_key: dict[str, dict[str, Any]] | None = None,
+        last_evaluated_key: Any = None,
         attributes_to_get: Sequence[str] | None = None,
         page_size: int | None = None,
         rate_limit: float | None = None,
+        *,
+        parallelism: int | None = None,
+        time_range: TimeBounds | None = None,
     ) -> Iterator[_M]:
-        """Query one logical key across its shards, merged in sort-key order.
+        """Query one logical key across its shards as one ordered, resumable stream.
 
-        Keeps PynamoDB's signature. ``limit`` applies to the merged stream. A query that
-        reads more than one shard cannot resume from ``last_evaluated_key`` in this version.
+        Keeps PynamoDB's signature. ``limit`` applies to the merged order, exactly.
+        ``last_evaluated_key`` of the returned iterator is an opaque cursor string; pass
+        it back to resume. ``parallelism`` caps the threads reading shards at once
+        (default and maximum: ``Meta.max_pool_connections``). ``time_range=(start, end)``
+        bounds the buckets of a ``TimeBuckets`` key whose time is not the sort key.
         """
         passthrough = cls._shard_attribute() is None or not cls._index_uses_sharded_key(index_name)
         if passthrough:
@@ -668,35 +741,91 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
                 page_size,
                 rate_limit,
             )
-        shards = cls._query_shards(hash_key)
-        if last_evaluated_key is not None and len(shards) > 1:
+        if rate_limit is not None:
             raise UnsupportedOperationError(
-                f"{cls.__name__}.query: resuming a query over {len(shards)} shards from "
-                "last_evaluated_key is not supported in this version; re-run the query with "
-                "a range condition starting after the last item you saw"
+                f"{cls.__name__}.query(rate_limit=...): a merged query reads shards in "
+                "parallel and cannot share one rate limiter; lower parallelism instead"
             )
-        kwargs: dict[str, Any] = {
-            "range_key_condition": range_key_condition,
-            "filter_condition": filter_condition,
-            "index_name": index_name,
-            "exclusive_start_key": last_evaluated_key,
-            "consistent_read": consistent_read,
-            "scan_index_forward": scan_index_forward,
-            "limit": page_size if page_size is not None else limit,
-            "attributes_to_get": cls._with_keys(attributes_to_get),
-        }
-        connection = cls._get_connection()
-        streams: list[ResultIterator[dict[str, dict[str, Any]]]] = [
-            ResultIterator(connection.query, (physical,), dict(kwargs), rate_limit=rate_limit)
-            for physical in shards
-        ]
-        return MergedResultIterator(
-            streams,
-            dynamodb_sort_key(cls._sort_attribute(index_name)),
-            forward=scan_index_forward is not False,
-            build=cls.from_raw_data,
-            limit=limit,
+        forward = scan_index_forward is not False
+        groups = cls._query_groups(hash_key, range_key_condition, index_name, time_range, forward)
+        identity = QueryIdentity(
+            model=f"{cls.Meta.table_name}:{cls.__name__}",
+            index=index_name,
+            logical_key=str(hash_key),
+            forward=forward,
         )
+        secret = cls._cursor_secret()
+        resume = cls._resume(last_evaluated_key, identity, groups, secret)
+        key_attrs = [
+            cls._hash_key_attribute(),
+            cls._range_key_attribute(),
+            cls._query_attribute(index_name, "hash"),
+            cls._query_attribute(index_name, "range"),
+        ]
+        key_names = list(dict.fromkeys(a.attr_name for a in key_attrs if a is not None))
+        projection = None
+        if attributes_to_get is not None:
+            projection = list(dict.fromkeys([*attributes_to_get, *key_names]))
+        connection = cls._get_connection()
+        cls._warm_client()
+
+        def fetch(physical: str, start: Any, page: int | None) -> dict[str, Any]:
+            response: dict[str, Any] = connection.query(
+                physical,
+                range_key_condition=range_key_condition,
+                filter_condition=filter_condition,
+                attributes_to_get=projection,
+                consistent_read=consistent_read,
+                exclusive_start_key=start,
+                index_name=index_name,
+                limit=page,
+                return_consumed_capacity="TOTAL",
+                scan_index_forward=scan_index_forward,
+            )
+            return response
+
+        return MergedQuery(
+            fetch=fetch,
+            groups=groups,
+            sort_key=dynamodb_sort_key(cls._query_attribute(index_name, "range")),
+            forward=forward,
+            build=cls.from_raw_data,
+            key_names=key_names,
+            identity=identity,
+            encode=lambda cursor: encode_cursor(cursor, secret),
+            limit=limit,
+            page_size=page_size,
+            parallelism=cls._parallelism(parallelism),
+            resume=resume,
+        )
+
+    @classmethod
+    def _resume(
+        cls,
+        token: Any,
+        identity: QueryIdentity,
+        groups: list[list[str]],
+        secret: bytes | None,
+    ) -> Cursor | None:
+        """Decode a cursor and check it belongs to this very query."""
+        if token is None:
+            return None
+        cursor = decode_cursor(token, secret)
+        mine = (identity.model, identity.index, identity.logical_key, identity.forward)
+        theirs = (cursor.model, cursor.index, cursor.logical_key, cursor.forward)
+        if mine != theirs:
+            raise CursorError(
+                f"last_evaluated_key belongs to another query ({theirs[0]}, key "
+                f"{theirs[2]!r}, index {theirs[1]!r}, forward={theirs[3]}); resume with the "
+                "same model, key, index and direction, or start over"
+            )
+        planned = {key for group in groups for key in group}
+        if not {p.key for p in cursor.shards} <= planned:
+            raise CursorError(
+                "last_evaluated_key names shards this query does not read (the range "
+                "condition or the shard layout changed); resume with the same conditions"
+            )
+        return cursor
 
     @classmethod
     def count(
@@ -708,6 +837,9 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         index_name: str | None = None,
         limit: int | None = None,
         rate_limit: float | None = None,
+        *,
+        parallelism: int | None = None,
+        time_range: TimeBounds | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
         passthrough = (
@@ -726,18 +858,23 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
                 rate_limit,
             )
             return total
-        counted = 0
-        for physical in cls._query_shards(hash_key):
-            remaining = None if limit is None else limit - counted
-            if remaining is not None and remaining <= 0:
-                break
-            counted += super().count(
-                PhysicalKey(physical),
-                range_key_condition,
-                filter_condition,
-                consistent_read,
-                index_name,
-                remaining,
-                rate_limit,
+        groups = cls._query_groups(hash_key, range_key_condition, index_name, time_range, True)
+        connection = cls._get_connection()
+        cls._warm_client()
+
+        def fetch(physical: str, start: Any) -> dict[str, Any]:
+            response: dict[str, Any] = connection.query(
+                physical,
+                range_key_condition=range_key_condition,
+                filter_condition=filter_condition,
+                consistent_read=consistent_read,
+                exclusive_start_key=start,
+                index_name=index_name,
+                select="COUNT",
             )
-        return counted
+            return response
+
+        counted = count_shards(
+            fetch, [key for group in groups for key in group], cls._parallelism(parallelism)
+        )
+        return counted if limit is None else min(counted, limit)

@@ -1,20 +1,44 @@
-"""Reading every shard of a logical key as one stream, in DynamoDB's sort order."""
+"""The merged query: every shard of one logical key read as one ordered, resumable stream.
+
+Per-shard queries run on a bounded thread pool. Shards whose segments split the sort
+order (time buckets on the sort key) form groups read one after another; the shards of
+a group are merged lazily with a k-way heap in DynamoDB's sort order. Memory holds at
+most two pages per shard of the active group.
+"""
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
+import math
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
+from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
-from pynamodb.pagination import ResultIterator
 
-__all__ = ["MergedResultIterator", "dynamodb_sort_key"]
+from shardmodel.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
+
+__all__ = [
+    "DEFAULT_ITEM_BUDGET",
+    "MergedQuery",
+    "QueryIdentity",
+    "count_shards",
+    "dynamodb_sort_key",
+    "first_page_size",
+]
 
 _T = TypeVar("_T")
 _RawItem = dict[str, dict[str, Any]]
+#: fetch(physical key, exclusive start key, page limit) -> a Query response
+Fetch = Callable[[str, RawKey | None, int | None], dict[str, Any]]
+
+#: Items a multi-shard query without a limit keeps in flight, over all shards. One parsed
+#: 1 MB page of small items holds several thousand; this keeps a merged read near that.
+DEFAULT_ITEM_BUDGET = 8000
 
 
 def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], Any]:
@@ -37,39 +61,299 @@ def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], 
     return key
 
 
-class MergedResultIterator(Generic[_T]):
-    """One ordered iterator over the per-shard query streams of one logical key.
+def first_page_size(remaining: int, shards: int) -> int:
+    """The first page to ask of each of ``shards`` shards to serve ``remaining`` items.
 
-    Streams are merged lazily (a k-way heap), so memory holds one page per shard.
-    ``limit`` applies to the merged order.
+    Items spread over random shards follow a binomial law: ask the mean plus 2.5 standard
+    deviations, so a second round trip is rarely needed, but never more than twice the
+    fair share, so read capacity stays within 2x the items returned.
+    """
+    if shards <= 1:
+        return max(1, remaining)
+    share = 1.0 / shards
+    estimate = remaining * share + 2.5 * math.sqrt(remaining * share * (1 - share))
+    return max(1, min(math.ceil(estimate), (2 * remaining) // shards))
+
+
+@frozen
+class QueryIdentity:
+    """What a cursor must match to resume a query."""
+
+    model: str
+    index: str | None
+    logical_key: str
+    forward: bool
+
+
+class _Descending:
+    """Reverses the order of a sort key for the heap (bytes cannot be negated)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.key < self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.key == other.key
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Shard:
+    """One shard's stream: what it has fetched, what the caller received from it."""
+
+    __slots__ = ("buffer", "exhausted", "future", "group", "key", "last", "next_start", "start")
+
+    def __init__(self, key: str, group: int, start: RawKey | None, done: bool) -> None:
+        self.key = key
+        self.group = group
+        self.start = start  # where the caller's view of this shard begins
+        self.last: RawKey | None = None  # key of the last item handed to the caller
+        self.next_start: RawKey | None = start  # ExclusiveStartKey of the next fetch
+        self.exhausted = done  # no more pages
+        self.buffer: deque[_RawItem] = deque()
+        self.future: Future[dict[str, Any]] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.exhausted and not self.buffer and self.future is None
+
+
+class MergedQuery(Generic[_T]):
+    """An iterator over the merged shards of one logical key.
 
     Attributes:
-        total_count: items yielded so far.
-        shard_count: how many physical keys the query reads.
+        total_count: items returned to the caller so far.
+        items_read: items DynamoDB returned over all shards (the read cost in items).
+        requests: Query calls made.
+        consumed_capacity: read capacity units DynamoDB reported, summed over shards.
+        shard_count: shards the query reads.
     """
 
     def __init__(
         self,
-        streams: list[ResultIterator[_RawItem]],
+        *,
+        fetch: Fetch,
+        groups: Sequence[Sequence[str]],
         sort_key: Callable[[_RawItem], Any],
         forward: bool,
         build: Callable[[_RawItem], _T],
-        limit: int | None,
+        key_names: Sequence[str],
+        identity: QueryIdentity,
+        encode: Callable[[Cursor], str],
+        limit: int | None = None,
+        page_size: int | None = None,
+        parallelism: int = 10,
+        resume: Cursor | None = None,
+        item_budget: int = DEFAULT_ITEM_BUDGET,
     ) -> None:
-        self._streams = streams
-        self.shard_count = len(streams)
-        self.total_count = 0
-        merged = heapq.merge(*streams, key=sort_key, reverse=not forward)
-        self._items: Iterator[_RawItem] = merged
+        self._fetch = fetch
+        self._sort_key = sort_key if forward else (lambda item: _Descending(sort_key(item)))
         self._build = build
+        self._key_names = tuple(key_names)
+        self._identity = identity
+        self._encode = encode
         self._limit = limit
+        self._page_size = page_size
+        self._item_budget = item_budget
+        positions = {p.key: p for p in resume.shards} if resume is not None else {}
+        self._groups: list[list[_Shard]] = []
+        for number, group in enumerate(groups):
+            shards = []
+            for key in group:
+                found = positions.get(key)
+                start = raw_key(found.start) if found is not None and found.start else None
+                shards.append(_Shard(key, number, start, found.done if found else False))
+            self._groups.append(shards)
+        self.shard_count = sum(len(g) for g in self._groups)
+        self._workers = max(1, min(parallelism, max((len(g) for g in self._groups), default=1)))
+        self._executor: ThreadPoolExecutor | None = None
+        self._heap: list[tuple[Any, int, _RawItem, _Shard]] = []
+        self._waiting: set[_Shard] = set()
+        self._active = -1
+        self._sequence = 0
+        self._closed = False
+        self.total_count = 0
+        self.items_read = 0
+        self.requests = 0
+        self.consumed_capacity = 0.0
 
-    def __iter__(self) -> MergedResultIterator[_T]:
+    # -- iteration --------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[_T]:
         return self
 
     def __next__(self) -> _T:
-        if self._limit is not None and self.total_count >= self._limit:
+        if self._closed or (self._limit is not None and self.total_count >= self._limit):
+            self.close()
             raise StopIteration
-        raw = next(self._items)
+        try:
+            while True:
+                self._fill()
+                if self._heap:
+                    break
+                if self._active + 1 >= len(self._groups):
+                    self.close()
+                    raise StopIteration
+                self._activate(self._active + 1)
+        except StopIteration:
+            raise
+        except BaseException:
+            self.close()
+            raise
+        _, _, item, shard = heapq.heappop(self._heap)
+        shard.last = {name: item[name] for name in self._key_names if name in item}
+        self._advance(shard)
         self.total_count += 1
-        return self._build(raw)
+        return self._build(item)
+
+    def close(self) -> None:
+        """Stop: cancel pending shard requests and release the worker threads."""
+        if self._closed:
+            return
+        self._closed = True
+        for group in self._groups:
+            for shard in group:
+                if shard.future is not None:
+                    shard.future.cancel()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        self._waiting.clear()  # the heap stays: the cursor still needs what it holds
+
+    def __del__(self) -> None:
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def last_evaluated_key(self) -> str | None:
+        """An opaque cursor resuming after the last item returned, or None when complete."""
+        shards = []
+        complete = True
+        for group in self._groups:
+            for shard in group:
+                done = shard.exhausted and not shard.buffer and not self._in_heap(shard)
+                complete = complete and done
+                shards.append(position(shard.key, shard.last or shard.start, done))
+        if complete:
+            return None
+        return self._encode(
+            Cursor(
+                version=CURSOR_VERSION,
+                model=self._identity.model,
+                index=self._identity.index,
+                logical_key=self._identity.logical_key,
+                forward=self._identity.forward,
+                shards=tuple(shards),
+            )
+        )
+
+    # -- scheduling -------------------------------------------------------------------
+
+    def _in_heap(self, shard: _Shard) -> bool:
+        return any(entry[3] is shard for entry in self._heap)
+
+    def _activate(self, number: int) -> None:
+        self._active = number
+        for shard in self._groups[number]:
+            if not shard.exhausted:
+                self._waiting.add(shard)
+                self._schedule(shard)
+
+    def _alive(self) -> int:
+        return sum(1 for s in self._groups[self._active] if not s.exhausted) or 1
+
+    def _page(self, first: bool) -> int | None:
+        if self._page_size is not None:
+            return self._page_size
+        shards = len(self._groups[self._active])
+        if self._limit is not None:
+            remaining = max(1, self._limit - self.total_count)
+            if first:
+                return first_page_size(remaining, shards)
+            return max(1, min(remaining, math.ceil(2 * remaining / self._alive())))
+        if shards == 1:
+            return None  # one shard: DynamoDB's own 1 MB pages, as PynamoDB does
+        return max(25, self._item_budget // (2 * shards))
+
+    def _schedule(self, shard: _Shard) -> None:
+        if shard.future is not None or shard.exhausted or self._closed:
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=self._workers, thread_name_prefix="shardmodel-query"
+            )
+        page = self._page(first=shard.next_start is shard.start and shard.last is None)
+        shard.future = self._executor.submit(self._fetch, shard.key, shard.next_start, page)
+
+    def _fill(self) -> None:
+        """Wait until every shard the merge needs has delivered, failing fast on errors."""
+        while self._waiting:
+            for shard in self._waiting:
+                self._schedule(shard)
+            pending = {s.future: s for g in self._groups for s in g if s.future is not None}
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in done:
+                self._absorb(pending[future], future.result())
+
+    def _absorb(self, shard: _Shard, response: dict[str, Any]) -> None:
+        shard.future = None
+        items = response.get("Items", [])
+        self.requests += 1
+        self.items_read += len(items)
+        capacity = response.get("ConsumedCapacity") or {}
+        self.consumed_capacity += float(capacity.get("CapacityUnits", 0) or 0)
+        shard.buffer.extend(items)
+        shard.next_start = response.get("LastEvaluatedKey")
+        shard.exhausted = shard.next_start is None
+        if shard in self._waiting:
+            if shard.buffer:
+                self._waiting.discard(shard)
+                self._push(shard)
+            elif shard.exhausted:
+                self._waiting.discard(shard)
+            else:
+                self._schedule(shard)  # a page the filter emptied: read on
+        self._prefetch(shard)
+
+    def _prefetch(self, shard: _Shard) -> None:
+        """Without a limit, ask for a shard's next page while the caller consumes this one."""
+        if self._limit is None and shard.group == self._active and not shard.exhausted:
+            self._schedule(shard)
+
+    def _push(self, shard: _Shard) -> None:
+        item = shard.buffer.popleft()
+        self._sequence += 1
+        heapq.heappush(self._heap, (self._sort_key(item), self._sequence, item, shard))
+
+    def _advance(self, shard: _Shard) -> None:
+        if shard.buffer:
+            self._push(shard)
+        elif not shard.exhausted:
+            self._waiting.add(shard)
+            self._schedule(shard)
+
+
+def count_shards(
+    fetch: Callable[[str, RawKey | None], dict[str, Any]], keys: Sequence[str], parallelism: int
+) -> int:
+    """Sum ``Select=COUNT`` queries over every shard, all pages, on a bounded pool."""
+
+    def count_one(key: str) -> int:
+        total, start = 0, None
+        while True:
+            response = fetch(key, start)
+            total += int(response.get("Count", 0))
+            start = response.get("LastEvaluatedKey")
+            if start is None:
+                return total
+
+    if len(keys) == 1:
+        return count_one(keys[0])
+    workers = max(1, min(parallelism, len(keys)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shardmodel-count") as pool:
+        return sum(pool.map(count_one, keys))

@@ -14,21 +14,23 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
 
 from shardmodel._time import GRANULARITIES, bucket_label, check_time_format, to_utc
-from shardmodel.errors import ShardConfigurationError, ShardKeyError
+from shardmodel.errors import ShardConfigurationError, ShardKeyError, UnsupportedOperationError
 
 __all__ = [
+    "MAX_QUERY_BUCKETS",
     "MAX_SHARDS",
     "HashShards",
     "KeyValues",
     "RandomShards",
     "Segment",
     "ShardStrategy",
+    "TimeBounds",
     "TimeBuckets",
 ]
 
@@ -38,6 +40,12 @@ MAX_SHARDS = 1000
 
 #: A segment is a shard number (formatted with the layout's first shard) or a label.
 Segment = int | str
+
+#: Lower and upper bound (either may be None) a query puts on one attribute.
+TimeBounds = tuple[Any, Any]
+
+#: The most time buckets one query may read.
+MAX_QUERY_BUCKETS = 10_000
 
 
 @frozen
@@ -80,6 +88,20 @@ class ShardStrategy(Protocol):
 
     def candidates(self, key: KeyValues) -> Sequence[Segment]:
         """Every segment a read of this item by full key must touch."""
+        ...
+
+    @property
+    def ordered(self) -> bool:
+        """True when segments split the sort order (read them one after another)."""
+        ...
+
+    def query_candidates(self, key: KeyValues, bounds: Mapping[str, TimeBounds]) -> list[Segment]:
+        """Every segment a query must read, in ascending order of time for ordered ones.
+
+        Args:
+            key: the logical key and the values the query fixes by equality.
+            bounds: the lower and upper time bounds a query puts on attributes.
+        """
         ...
 
 
@@ -136,6 +158,13 @@ class RandomShards:
 
     def candidates(self, key: KeyValues) -> Sequence[Segment]:
         return range(self.n)
+
+    @property
+    def ordered(self) -> bool:
+        return False
+
+    def query_candidates(self, key: KeyValues, bounds: Mapping[str, TimeBounds]) -> list[Segment]:
+        return list(range(self.n))
 
 
 _ALGORITHMS = ("md5", "sha256")
@@ -220,6 +249,13 @@ class HashShards:
             return range(self.n)
         return (self.shard_of(known),)
 
+    @property
+    def ordered(self) -> bool:
+        return False
+
+    def query_candidates(self, key: KeyValues, bounds: Mapping[str, TimeBounds]) -> list[Segment]:
+        return list(self.candidates(key))
+
 
 def _granularity_format(granularity: str) -> str:
     return GRANULARITIES.get(granularity, granularity)
@@ -291,3 +327,54 @@ class TimeBuckets:
                 f"condition on {self.on}"
             )
         return (self.bucket(value),)
+
+    @property
+    def ordered(self) -> bool:
+        return True
+
+    def query_candidates(self, key: KeyValues, bounds: Mapping[str, TimeBounds]) -> list[Segment]:
+        value = key.values.get(self.on)
+        if value is not None:
+            return [self.bucket(value)]
+        lower, upper = bounds.get(self.on, (None, None))
+        if lower is None or upper is None:
+            raise UnsupportedOperationError(
+                f"TimeBuckets(on={self.on!r}): the query does not bound {self.on!r}, so the "
+                f"buckets to read are unknown; add a range condition such as "
+                f"Model.{self.on}.between(start, end) (or > start and < end), or pass "
+                f"time_range=(start, end) to query()"
+            )
+        return list(self.buckets_between(lower, upper))
+
+    def buckets_between(self, lower: Any, upper: Any) -> list[str]:
+        """Bucket labels from the bucket of ``lower`` to that of ``upper``, in time order."""
+        start, end = to_utc(self.on, lower), to_utc(self.on, upper)
+        if end < start:
+            return []
+        step = _label_step(self.format)
+        moment = start
+        labels: list[str] = []
+        while True:
+            label = bucket_label(moment, self.format)
+            if not labels or labels[-1] != label:
+                labels.append(label)
+                if len(labels) > MAX_QUERY_BUCKETS:
+                    raise UnsupportedOperationError(
+                        f"TimeBuckets(on={self.on!r}): the range {start.isoformat()} .. "
+                        f"{end.isoformat()} spans over {MAX_QUERY_BUCKETS:,} buckets; narrow "
+                        "the time range or use a coarser granularity"
+                    )
+            if moment >= end:
+                return labels
+            moment = min(moment + step, end)
+
+
+def _label_step(fmt: str) -> timedelta:
+    """The smallest time unit a format shows: stepping by it visits every label."""
+    if any(code in fmt for code in ("%S", "%f", "%s", "%T", "%c", "%X")):
+        return timedelta(seconds=1)
+    if "%M" in fmt or "%R" in fmt:
+        return timedelta(minutes=1)
+    if any(code in fmt for code in ("%H", "%I", "%p")):
+        return timedelta(hours=1)
+    return timedelta(days=1)

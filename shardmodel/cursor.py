@@ -1,0 +1,131 @@
+"""The merged query's resume cursor: one opaque, versioned, checksummed string.
+
+A cursor records, for every shard the query reads, where to start again: the key of
+the last item the caller received from that shard, or that the shard is finished.
+Resuming re-reads nothing the caller saw and skips nothing it did not.
+
+The string is ``<base64url JSON>.<checksum>``. The checksum is a SHA-256 of the payload,
+or an HMAC when the model's ``Meta.cursor_secret`` is set, so a tampered or truncated
+cursor is refused; without a secret a determined client could forge one (it would only
+read its own key's items, which the query allows anyway).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import cattrs
+from attrs import frozen
+
+from shardmodel.errors import CursorError
+
+__all__ = ["CURSOR_VERSION", "Cursor", "ShardPosition", "decode_cursor", "encode_cursor"]
+
+CURSOR_VERSION = 1
+
+#: A DynamoDB key as botocore returns it: {"name": {"S" | "N" | "B": value}}.
+RawKey = dict[str, dict[str, Any]]
+
+
+@frozen
+class ShardPosition:
+    """Where one shard's stream resumes.
+
+    Attributes:
+        key: the shard's physical partition key.
+        start: the ExclusiveStartKey to resume after (None: from the beginning).
+        done: True when the caller has received every item of this shard.
+    """
+
+    key: str
+    start: dict[str, dict[str, str]] | None
+    done: bool
+
+
+@frozen
+class Cursor:
+    """The whole resume state of a merged query."""
+
+    version: int
+    model: str
+    index: str | None
+    logical_key: str
+    forward: bool
+    shards: tuple[ShardPosition, ...]
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _text_key(key: RawKey) -> dict[str, dict[str, str]]:
+    """Key values as JSON-safe text (binary values base64-encoded)."""
+    out: dict[str, dict[str, str]] = {}
+    for name, typed in key.items():
+        ((kind, value),) = typed.items()
+        if kind == "B":
+            value = base64.b64encode(bytes(value)).decode("ascii")
+        out[name] = {kind: str(value)}
+    return out
+
+
+def raw_key(key: dict[str, dict[str, str]]) -> RawKey:
+    """The inverse of :func:`_text_key`: a key botocore accepts."""
+    out: RawKey = {}
+    for name, typed in key.items():
+        ((kind, value),) = typed.items()
+        out[name] = {kind: base64.b64decode(value) if kind == "B" else value}
+    return out
+
+
+def position(key: str, start: RawKey | None, done: bool) -> ShardPosition:
+    """A shard position from a botocore key."""
+    return ShardPosition(key=key, start=None if start is None else _text_key(start), done=done)
+
+
+def _sign(payload: bytes, secret: bytes | None) -> str:
+    if secret is not None:
+        return hmac.new(secret, payload, hashlib.sha256).hexdigest()[:32]
+    return hashlib.sha256(payload).hexdigest()[:32]
+
+
+def encode_cursor(cursor: Cursor, secret: bytes | None = None) -> str:
+    """Serialize a cursor to its opaque string form."""
+    data = _converter.unstructure(cursor)
+    payload = json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    body = base64.urlsafe_b64encode(payload).decode("ascii").rstrip("=")
+    return f"{body}.{_sign(payload, secret)}"
+
+
+def decode_cursor(token: Any, secret: bytes | None = None) -> Cursor:
+    """Parse and verify a cursor string.
+
+    Raises:
+        CursorError: if it is not a cursor, was altered or truncated, or has another version.
+    """
+    fix = "pass the last_evaluated_key of a query of this model unchanged, or start over"
+    if not isinstance(token, str) or token.count(".") != 1:
+        raise CursorError(f"last_evaluated_key is not a shardmodel cursor; {fix}")
+    body, checksum = token.split(".")
+    try:
+        payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        raise CursorError(f"last_evaluated_key is damaged (bad encoding); {fix}") from None
+    if not hmac.compare_digest(checksum, _sign(payload, secret)):
+        raise CursorError(f"last_evaluated_key was altered or truncated (checksum); {fix}")
+    try:
+        data = json.loads(payload)
+        if not isinstance(data, dict) or data.get("version") != CURSOR_VERSION:
+            raise CursorError(
+                f"last_evaluated_key has cursor version {data.get('version')!r}, this "
+                f"shardmodel reads version {CURSOR_VERSION}; {fix}"
+            )
+        return _converter.structure(data, Cursor)
+    except CursorError:
+        raise
+    except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as error:
+        raise CursorError(f"last_evaluated_key is malformed; {fix}") from error
