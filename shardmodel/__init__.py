@@ -2,6 +2,7 @@
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.errors import (
+    CursorError,
     DuplicateItemError,
     ShardConfigurationError,
     ShardKeyError,
@@ -10,7 +11,8 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import KeyLayout, PhysicalKey
-from shardmodel.models import ShardedModel
+from shardmodel.models import ShardedBatchWrite, ShardedModel
+from shardmodel.query import MergedQuery
 from shardmodel.retry import Backoff
 from shardmodel.strategies import HashShards, RandomShards, ShardStrategy, TimeBuckets
 
@@ -18,15 +20,18 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "CursorError",
     "DuplicateItemError",
     "HashShards",
     "KeyLayout",
+    "MergedQuery",
     "PhysicalKey",
     "RandomShards",
     "ShardConfigurationError",
     "ShardKeyError",
     "ShardModelError",
     "ShardStrategy",
+    "ShardedBatchWrite",
     "ShardedKeyAttribute",
     "ShardedModel",
     "TimeBuckets",
