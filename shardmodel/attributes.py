@@ -22,7 +22,8 @@ class ShardedKeyAttribute(UnicodeAttribute):
     the physical key (``"user-12345#3"``).
 
     Args:
-        hash_key: must be True: only partition keys are sharded.
+        hash_key: True for the table's partition key; False for the partition key of a
+            global secondary index (the index declares it as a string hash key).
         strategy: a strategy, or a list of strategies composed left to right.
         separator: the string between the logical key and each segment (default ``#``).
         first_shard: the number written for shard 0 (default 0; 1 for ``_1`` … ``_10``).
@@ -49,11 +50,6 @@ class ShardedKeyAttribute(UnicodeAttribute):
             raise ShardConfigurationError(
                 "ShardedKeyAttribute(range_key=True): only partition keys are sharded; "
                 "declare it with hash_key=True and keep the sort key a plain attribute"
-            )
-        if not hash_key:
-            raise ShardConfigurationError(
-                "ShardedKeyAttribute(hash_key=False): the sharded key must be the table's "
-                "partition key; declare it with hash_key=True"
             )
         super().__init__(hash_key=hash_key, range_key=False, attr_name=attr_name, **kwargs)
         self.layout = KeyLayout(

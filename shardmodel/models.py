@@ -17,6 +17,7 @@ from pynamodb.constants import NUMBER, STRING
 from pynamodb.expressions.condition import Comparison, Condition, In
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
+from pynamodb.indexes import GlobalSecondaryIndex
 from pynamodb.models import BatchWrite, MetaModel, Model
 
 from shardmodel._conditions import bounds_of
@@ -63,18 +64,34 @@ class ShardedModelMeta(MetaModel):
 def _configure(cls: Any) -> None:
     attributes: dict[str, Attribute[Any]] = cls.get_attributes()
     sharded = [a for a in attributes.values() if isinstance(a, ShardedKeyAttribute)]
-    # kept in a tuple: an Attribute stored bare on the class would act as a descriptor
-    cls._shard_box = (sharded[0],) if sharded else ()
-    if not sharded:
-        return
-    attr = sharded[0]
+    # kept in tuples: an Attribute stored bare on the class would act as a descriptor
+    cls._shard_box = tuple(a for a in sharded if a.is_hash_key)
+    cls._index_shard_box = tuple(a for a in sharded if not a.is_hash_key)
+    gsi_keys = {
+        attr.attr_name
+        for index in cls._indexes.values()
+        if isinstance(index, GlobalSecondaryIndex)
+        for attr in index.Meta.attributes.values()
+        if attr.is_hash_key
+    }
+    for attr in cls._index_shard_box:
+        if attr.attr_name not in gsi_keys:
+            raise ShardConfigurationError(
+                f"{cls.__name__}.{attr.attr_name}: a ShardedKeyAttribute must be the table's "
+                "partition key (hash_key=True) or the partition key of a global secondary "
+                "index of the model; declare it hash_key=True, or add the index"
+            )
+    for attr in sharded:
+        _check_layout(cls, attr, attributes)
+
+
+def _check_layout(cls: Any, attr: ShardedKeyAttribute, attributes: dict[str, Any]) -> None:
     layout = attr.layout
     for strategy in layout.strategies:
         strategy.check(cls.__name__, attributes, layout.separator)
         for name in strategy.attributes:
             source = attributes[name]
-            allowed = (STRING, NUMBER)
-            if source.attr_type not in allowed:
+            if source.attr_type not in (STRING, NUMBER):
                 raise ShardConfigurationError(
                     f"{cls.__name__}: {type(strategy).__name__} reads {name!r}, a "
                     f"{type(source).__name__}; shard on a string or number attribute"
@@ -122,6 +139,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     """
 
     _shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
+    _index_shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
 
     def __init__(
         self,
@@ -131,6 +149,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         **attributes: Any,
     ) -> None:
         self._physical_key: str | None = None
+        self._index_keys: dict[str, str] = {}  # physical values of sharded index keys
         super().__init__(hash_key, range_key, _user_instantiated=_user_instantiated, **attributes)
 
     # -- the key layout -------------------------------------------------------------
@@ -153,8 +172,8 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         return backoff if isinstance(backoff, Backoff) else Backoff()
 
     @classmethod
-    def _check_logical(cls, value: Any) -> str:
-        attr = cls._sharded()
+    def _check_logical(cls, value: Any, attr: ShardedKeyAttribute | None = None) -> str:
+        attr = attr or cls._sharded()
         field = f"{cls.__name__}.{attr.attr_name}"
         if not isinstance(value, str):
             raise ShardKeyError(
@@ -166,10 +185,12 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         return value
 
     @classmethod
-    def _key_values(cls, logical: str, values: dict[str, Any]) -> KeyValues:
+    def _key_values(
+        cls, logical: str, values: dict[str, Any], attr: ShardedKeyAttribute | None = None
+    ) -> KeyValues:
         """Build what the strategies see from python values by attribute name."""
         attributes = cls.get_attributes()
-        attr = cls._sharded()
+        attr = attr or cls._sharded()
         canonical: dict[str, str] = {}
         known: dict[str, Any] = {}
         for name in attr.layout.attributes:
@@ -246,32 +267,64 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         data: dict[str, dict[str, Any]] = super().serialize(null_check=null_check)
         if self._shard_attribute() is not None:
             data[self._sharded().attr_name] = {STRING: self._write_key()}
+        for attr in self._index_shard_box:
+            physical = self._write_index_key(attr)
+            if physical is not None:
+                data[attr.attr_name] = {STRING: physical}
         return data
 
+    def _write_index_key(self, attr: ShardedKeyAttribute) -> str | None:
+        """The physical value of a sharded index key (None: the item is not in the index)."""
+        name = self._python_name(attr)
+        logical = getattr(self, name) if name is not None else None
+        if logical is None:
+            return None
+        logical = self._check_logical(logical, attr)
+        names = attr.layout.attributes
+        key = self._key_values(logical, {n: getattr(self, n, None) for n in names}, attr)
+        existing = self._index_keys.get(attr.attr_name)
+        if existing is not None and attr.layout.logical_key(existing) == logical:
+            physical = attr.layout.repick(key, existing, attr.rng)
+        else:
+            physical = attr.layout.pick(key, attr.rng)
+        self._index_keys[attr.attr_name] = physical
+        return physical
+
     @classmethod
-    def _logical_raw(cls, data: _RawItem) -> tuple[_RawItem, str | None]:
+    def _logical_raw(cls, data: _RawItem) -> tuple[_RawItem, str | None, dict[str, str]]:
+        """The item with logical keys, its physical key and its sharded index keys."""
         attr = cls._shard_attribute()
-        if attr is None or attr.attr_name not in data:
-            return data, None
-        physical = data[attr.attr_name][STRING]
-        logical = attr.layout.logical_key(physical)
-        return {**data, attr.attr_name: {STRING: logical}}, physical
+        physical = None
+        logical_data = data
+        if attr is not None and attr.attr_name in data:
+            physical = data[attr.attr_name][STRING]
+            logical_data = {**data, attr.attr_name: {STRING: attr.layout.logical_key(physical)}}
+        index_keys: dict[str, str] = {}
+        for index_attr in cls._index_shard_box:
+            stored = data.get(index_attr.attr_name)
+            if stored is not None and STRING in stored:
+                index_keys[index_attr.attr_name] = stored[STRING]
+                logical = index_attr.layout.logical_key(stored[STRING])
+                logical_data = {**logical_data, index_attr.attr_name: {STRING: logical}}
+        return logical_data, physical, index_keys
 
     @classmethod
     def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
         """Build an instance from a stored item: logical key shown, physical key kept."""
         if data is None:
             raise ValueError("Received no data to construct object")
-        logical_data, physical = cls._logical_raw(data)
+        logical_data, physical, index_keys = cls._logical_raw(data)
         instance: _M = super().from_raw_data(logical_data)
         instance._physical_key = physical
+        instance._index_keys = index_keys
         return instance
 
     def deserialize(self, attribute_values: _RawItem) -> None:
-        logical_data, physical = self._logical_raw(attribute_values)
+        logical_data, physical, index_keys = self._logical_raw(attribute_values)
         super().deserialize(logical_data)
         if physical is not None:
             self._physical_key = physical
+        self._index_keys.update(index_keys)
 
     # -- keys PynamoDB sends for existing items ---------------------------------------
 
@@ -321,11 +374,12 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         return result
 
     def _check_actions(self, actions: Sequence[Action]) -> None:
-        attr = self._shard_attribute()
-        if attr is None:
-            return
         attributes = self.get_attributes()
-        guarded = {attributes[n].attr_name: n for n in attr.layout.attributes}
+        guarded: dict[str, str] = {}
+        for attr in (*self._shard_box, *self._index_shard_box):
+            guarded.update({attributes[n].attr_name: n for n in attr.layout.attributes})
+        for attr in self._index_shard_box:
+            guarded[attr.attr_name] = self._python_name(attr) or attr.attr_name
         for action in actions:
             path = action.values[0]
             if isinstance(path, Path) and path.path and path.path[0] in guarded:
@@ -357,8 +411,9 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         *,
         add_version_condition: bool = True,
     ) -> Any:
-        if self._shard_attribute() is not None and isinstance(actions, list):
+        if isinstance(actions, list):
             self._check_actions(actions)
+        if self._shard_attribute() is not None and isinstance(actions, list):
             condition = self._physical_condition(condition, self._stored_key())
         return super().update(actions, condition, add_version_condition=add_version_condition)
 
@@ -377,8 +432,8 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         *,
         add_version_condition: bool = True,
     ) -> dict[str, Any]:
+        self._check_actions(actions)
         if self._shard_attribute() is not None:
-            self._check_actions(actions)
             condition = self._physical_condition(condition, self._stored_key())
         result: dict[str, Any] = super().get_update_kwargs_from_instance(
             actions,
@@ -618,9 +673,15 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         return None
 
     @classmethod
-    def _index_uses_sharded_key(cls, index_name: str | None) -> bool:
+    def _query_sharding(cls, index_name: str | None) -> ShardedKeyAttribute | None:
+        """The sharded attribute a query's partition key is, or None (a plain query)."""
         hash_attr = cls._query_attribute(index_name, "hash")
-        return hash_attr is not None and hash_attr.attr_name == cls._sharded().attr_name
+        if hash_attr is None:
+            return None
+        for attr in (*cls._shard_box, *cls._index_shard_box):
+            if attr.attr_name == hash_attr.attr_name:
+                return attr
+        return None
 
     @classmethod
     def _python_name(cls, attribute: Attribute[Any] | None) -> str | None:
@@ -641,11 +702,12 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         forward: bool,
     ) -> list[list[str]]:
         """The physical keys a query reads, grouped: groups are read one after another."""
-        layout = cls._sharded().layout
+        attr = cls._query_sharding(index_name) or cls._sharded()
+        layout = attr.layout
         if isinstance(hash_key, PhysicalKey):
             layout.split(hash_key)
             return [[hash_key]]
-        logical = cls._check_logical(hash_key)
+        logical = cls._check_logical(hash_key, attr)
         sort_attr = cls._query_attribute(index_name, "range")
         sort_name = cls._python_name(sort_attr)
         values: dict[str, Any] = {}
@@ -659,7 +721,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
             for strategy in layout.strategies:
                 if isinstance(strategy, TimeBuckets):
                     bounds[strategy.on] = time_range
-        key = cls._key_values(logical, values)
+        key = cls._key_values(logical, values, attr)
         per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
         splits = [
             i
@@ -726,8 +788,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         (default and maximum: ``Meta.max_pool_connections``). ``time_range=(start, end)``
         bounds the buckets of a ``TimeBuckets`` key whose time is not the sort key.
         """
-        passthrough = cls._shard_attribute() is None or not cls._index_uses_sharded_key(index_name)
-        if passthrough:
+        if cls._query_sharding(index_name) is None:
             return super().query(
                 hash_key,
                 range_key_condition,
@@ -842,12 +903,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         time_range: TimeBounds | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
-        passthrough = (
-            hash_key is None
-            or cls._shard_attribute() is None
-            or not cls._index_uses_sharded_key(index_name)
-        )
-        if passthrough:
+        if hash_key is None or cls._query_sharding(index_name) is None:
             total: int = super().count(
                 hash_key,
                 range_key_condition,

@@ -8,6 +8,7 @@ from pynamodb.attributes import (
     UTCDateTimeAttribute,
     VersionAttribute,
 )
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
@@ -94,6 +95,30 @@ class SensorReading(ShardedModel):
     value = NumberAttribute(null=True)
 
 
+class ByAlbum(GlobalSecondaryIndex["Photo"]):
+    """Photos of one album, newest first: the album key is spread over 20 shards."""
+
+    class Meta:
+        index_name = "by-album"
+        projection = AllProjection()
+
+    album = UnicodeAttribute(hash_key=True)
+    taken = NumberAttribute(range_key=True)
+
+
+class Photo(ShardedModel):
+    """A table keyed by photo, with a sharded global secondary index on a hot album."""
+
+    class Meta:
+        table_name = "photos"
+        region = "us-east-1"
+
+    photo_id = UnicodeAttribute(hash_key=True)
+    album = ShardedKeyAttribute(strategy=RandomShards(20), null=True)
+    taken = NumberAttribute()
+    by_album = ByAlbum()
+
+
 class PlainEvent(Model):
     """An unsharded reference model with RandomEvent's schema."""
 
@@ -113,5 +138,6 @@ ALL_MODELS: tuple[type[Model], ...] = (
     VersionedDoc,
     FileLog,
     SensorReading,
+    Photo,
     PlainEvent,
 )
