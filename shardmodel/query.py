@@ -275,7 +275,7 @@ class MergedQuery(Generic[_T]):
             remaining = max(1, self._limit - self.total_count)
             if first:
                 return first_page_size(remaining, shards)
-            return max(1, min(remaining, math.ceil(2 * remaining / self._alive())))
+            return max(1, min(remaining, math.ceil(remaining / self._alive()) + 1))
         if shards == 1:
             return None  # one shard: DynamoDB's own 1 MB pages, as PynamoDB does
         return max(25, self._item_budget // (2 * shards))
