@@ -111,7 +111,7 @@ class _Shard:
         self.key = key
         self.group = group
         self.start = start  # where the caller's view of this shard begins
-        self.last: RawKey | None = None  # key of the last item handed to the caller
+        self.last: _RawItem | None = None  # the last item handed to the caller
         self.next_start: RawKey | None = start  # ExclusiveStartKey of the next fetch
         self.exhausted = done  # no more pages
         self.buffer: deque[_RawItem] = deque()
@@ -205,7 +205,7 @@ class MergedQuery(Generic[_T]):
             self.close()
             raise
         _, _, item, shard = heapq.heappop(self._heap)
-        shard.last = {name: item[name] for name in self._key_names if name in item}
+        shard.last = item
         self._advance(shard)
         self.total_count += 1
         return self._build(item)
@@ -238,7 +238,8 @@ class MergedQuery(Generic[_T]):
             for shard in group:
                 done = shard.exhausted and not shard.buffer and not self._in_heap(shard)
                 complete = complete and done
-                shards.append(position(shard.key, shard.last or shard.start, done))
+                start = shard.start if shard.last is None else self._key_of(shard.last)
+                shards.append(position(shard.key, start, done))
         if complete:
             return None
         return self._encode(
@@ -251,6 +252,9 @@ class MergedQuery(Generic[_T]):
                 shards=tuple(shards),
             )
         )
+
+    def _key_of(self, item: _RawItem) -> RawKey:
+        return {name: item[name] for name in self._key_names if name in item}
 
     # -- scheduling -------------------------------------------------------------------
 
