@@ -144,6 +144,11 @@ class KeyLayout:
 
     def logical_key(self, physical_key: str) -> str:
         """The logical key a physical key belongs to."""
+        count = len(self.strategies)  # fast path: this runs for every item loaded
+        if self.placement == "suffix":
+            pieces = physical_key.rsplit(self.separator, count)
+            if len(pieces) == count + 1:
+                return pieces[0]
         return self.split(physical_key)[0]
 
     def pick(self, key: KeyValues, rng: random.Random) -> str:

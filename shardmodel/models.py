@@ -32,7 +32,7 @@ from shardmodel.errors import (
     UnknownShardError,
     UnsupportedOperationError,
 )
-from shardmodel.keys import PhysicalKey
+from shardmodel.keys import KeyLayout, PhysicalKey
 from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.retry import Backoff
 from shardmodel.strategies import KeyValues, TimeBounds, TimeBuckets
@@ -83,6 +83,7 @@ def _configure(cls: Any) -> None:
             )
     for attr in sharded:
         _check_layout(cls, attr, attributes)
+    cls._unshard_plan = tuple((a.attr_name, a.layout, bool(a.is_hash_key)) for a in sharded)
 
 
 def _check_layout(cls: Any, attr: ShardedKeyAttribute, attributes: dict[str, Any]) -> None:
@@ -140,17 +141,11 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
 
     _shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
     _index_shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
-
-    def __init__(
-        self,
-        hash_key: Any = None,
-        range_key: Any = None,
-        _user_instantiated: bool = True,
-        **attributes: Any,
-    ) -> None:
-        self._physical_key: str | None = None
-        self._index_keys: dict[str, str] = {}  # physical values of sharded index keys
-        super().__init__(hash_key, range_key, _user_instantiated=_user_instantiated, **attributes)
+    # (attribute name, layout, is the table's partition key) of every sharded attribute
+    _unshard_plan: ClassVar[tuple[tuple[str, KeyLayout, bool], ...]] = ()
+    # per instance, set when known: the physical partition key and sharded index keys
+    _physical_key: str | None = None
+    _index_keys: dict[str, str] | None = None
 
     # -- the key layout -------------------------------------------------------------
 
@@ -282,6 +277,8 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         logical = self._check_logical(logical, attr)
         names = attr.layout.attributes
         key = self._key_values(logical, {n: getattr(self, n, None) for n in names}, attr)
+        if self._index_keys is None:
+            self._index_keys = {}
         existing = self._index_keys.get(attr.attr_name)
         if existing is not None and attr.layout.logical_key(existing) == logical:
             physical = attr.layout.repick(key, existing, attr.rng)
@@ -291,21 +288,22 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         return physical
 
     @classmethod
-    def _logical_raw(cls, data: _RawItem) -> tuple[_RawItem, str | None, dict[str, str]]:
+    def _logical_raw(cls, data: _RawItem) -> tuple[_RawItem, str | None, dict[str, str] | None]:
         """The item with logical keys, its physical key and its sharded index keys."""
-        attr = cls._shard_attribute()
         physical = None
-        logical_data = data
-        if attr is not None and attr.attr_name in data:
-            physical = data[attr.attr_name][STRING]
-            logical_data = {**data, attr.attr_name: {STRING: attr.layout.logical_key(physical)}}
-        index_keys: dict[str, str] = {}
-        for index_attr in cls._index_shard_box:
-            stored = data.get(index_attr.attr_name)
-            if stored is not None and STRING in stored:
-                index_keys[index_attr.attr_name] = stored[STRING]
-                logical = index_attr.layout.logical_key(stored[STRING])
-                logical_data = {**logical_data, index_attr.attr_name: {STRING: logical}}
+        index_keys: dict[str, str] | None = None
+        logical_data = dict(data)  # botocore's item stays as stored (cursors read it)
+        for name, layout, is_table_key in cls._unshard_plan:
+            stored = data.get(name)
+            value = stored.get(STRING) if stored is not None else None
+            if value is None:
+                continue
+            logical_data[name] = {STRING: layout.logical_key(value)}
+            if is_table_key:
+                physical = value
+            else:
+                index_keys = index_keys or {}
+                index_keys[name] = value
         return logical_data, physical, index_keys
 
     @classmethod
@@ -313,10 +311,15 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         """Build an instance from a stored item: logical key shown, physical key kept."""
         if data is None:
             raise ValueError("Received no data to construct object")
+        if not cls._unshard_plan:
+            plain: _M = super().from_raw_data(data)
+            return plain
         logical_data, physical, index_keys = cls._logical_raw(data)
-        instance: _M = super().from_raw_data(logical_data)
-        instance._physical_key = physical
-        instance._index_keys = index_keys
+        instance: _M = cls._instantiate(logical_data)
+        if physical is not None:
+            instance._physical_key = physical
+        if index_keys:
+            instance._index_keys = index_keys
         return instance
 
     def deserialize(self, attribute_values: _RawItem) -> None:
@@ -324,7 +327,8 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         super().deserialize(logical_data)
         if physical is not None:
             self._physical_key = physical
-        self._index_keys.update(index_keys)
+        if index_keys:
+            self._index_keys = {**(self._index_keys or {}), **index_keys}
 
     # -- keys PynamoDB sends for existing items ---------------------------------------
 
