@@ -280,3 +280,34 @@ def test_raw_items_keep_the_logical_key_only_in_the_physical_key() -> None:
     (item,) = raw_items(RandomEvent)
     assert set(item) == {"user_id", "timestamp", "event_type"}
     assert item["event_type"] == {"S": "t"}
+
+
+def test_time_buckets_on_iso_string_and_epoch_attributes() -> None:
+    """ISO 8601 strings with an offset and epoch numbers bucket by their UTC day."""
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+    from shardmodel import ShardedKeyAttribute, ShardedModel, TimeBuckets
+
+    class IsoLog(ShardedModel):
+        class Meta:
+            table_name = "random-events"
+            region = "us-east-1"
+
+        user_id = ShardedKeyAttribute(hash_key=True, strategy=TimeBuckets("event_type", "day"))
+        timestamp = NumberAttribute(range_key=True)
+        event_type = UnicodeAttribute()
+
+    IsoLog(user_id="u", timestamp=1, event_type="2024-01-16T01:30:00+02:00").save()
+    assert stored_keys(RandomEvent) == ["u#2024-01-15"]
+
+    class EpochLog(ShardedModel):
+        class Meta:
+            table_name = "hashed-events"
+            region = "us-east-1"
+
+        user_id = ShardedKeyAttribute(hash_key=True, strategy=TimeBuckets("timestamp", "month"))
+        timestamp = NumberAttribute(range_key=True)
+
+    EpochLog(user_id="u", timestamp=1705363200).save()  # 2024-01-16T00:00:00Z
+    assert stored_keys(HashedEvent) == ["u#2024-01"]
+    assert EpochLog.get("u", 1705363200).user_id == "u"
