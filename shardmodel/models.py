@@ -57,8 +57,30 @@ class ShardedModelMeta(MetaModel):
         namespace: dict[str, Any],
         discriminator: Any = None,
     ) -> None:
+        meta = namespace.get("Meta")
+        pool_chosen = meta is not None and "max_pool_connections" in vars(meta)
         super().__init__(name, bases, namespace, discriminator)
         _configure(cls)
+        plan: tuple[tuple[str, KeyLayout, bool], ...] = getattr(cls, "_unshard_plan", ())
+        if plan and not pool_chosen and hasattr(cls, "Meta"):
+            # one connection per shard a query reads at once, so the fan-out never waits
+            # for a socket ("Connection pool is full"); PynamoDB's default is 10
+            widest = max(_fan_out(layout) for _, layout, _ in plan)
+            current = int(getattr(cls.Meta, "max_pool_connections", 10) or 10)
+            cls.Meta.max_pool_connections = max(current, min(widest, MAX_DEFAULT_POOL))
+
+
+#: The largest connection pool a sharded model gets by default (set Meta to go beyond).
+MAX_DEFAULT_POOL = 64
+
+
+def _fan_out(layout: KeyLayout) -> int:
+    """How many shards one query of a key reads at once (one time bucket's worth)."""
+    count = 1
+    for strategy in layout.strategies:
+        if not strategy.ordered:
+            count *= len(strategy.query_candidates(KeyValues("x", {}, {}), {}))
+    return count
 
 
 def _configure(cls: Any) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from shardmodel import CursorError, PhysicalKey, UnsupportedOperationError
-from tests.models import DailyEvent, HashedEvent, PlainEvent, RandomEvent, SensorReading
+from shardmodel import CursorError, PhysicalKey, RandomShards, UnsupportedOperationError
+from tests.models import DailyEvent, HashedEvent, Photo, PlainEvent, RandomEvent, SensorReading
 
 pytestmark = pytest.mark.usefixtures("tables")
 UTC = timezone.utc
@@ -243,3 +243,29 @@ def test_plain_models_are_untouched() -> None:
     """A plain PynamoDB model keeps PynamoDB's query."""
     PlainEvent(user_id="p", timestamp=1).save()
     assert [e.timestamp for e in PlainEvent.query("p")] == [1]
+
+
+def test_connection_pool_fits_the_fan_out() -> None:
+    """A model's pool grows to its widest fan-out (up to 64) unless Meta sets it."""
+    from pynamodb.attributes import NumberAttribute
+
+    from shardmodel import ShardedKeyAttribute, ShardedModel
+
+    class Wide(ShardedModel):
+        class Meta:
+            table_name = "wide"
+
+        pk = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(16))
+        ts = NumberAttribute(range_key=True)
+
+    class Chosen(ShardedModel):
+        class Meta:
+            table_name = "chosen"
+            max_pool_connections = 4
+
+        pk = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(200))
+
+    assert Wide.Meta.max_pool_connections == 16
+    assert Chosen.Meta.max_pool_connections == 4
+    assert Photo.Meta.max_pool_connections == 20
+    assert PlainEvent.Meta.max_pool_connections == 10
