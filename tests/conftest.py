@@ -1,13 +1,27 @@
-"""Fixtures shared by every suite."""
+"""Fixtures and Hypothesis profiles shared by every suite."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from shardmodel.testing import bind_models, create_tables, drop_tables, mock_dynamodb
 from tests.models import ALL_MODELS
+
+# "fast" for local runs, "ci" (more examples) when CI is set; no deadlines: server round
+# trips vary with machine load, and correctness, not speed, is what these tests check.
+settings.register_profile(
+    "fast", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "fast")
+)
 
 
 @pytest.fixture

@@ -1,0 +1,301 @@
+"""The sharded key machinery every ShardedModel carries: layouts, (de)serialization, keys.
+
+Instances always show the logical key. The physical key is chosen when the item is
+first serialized for a write, remembered on the instance (so a retried or repeated save
+goes to the same shard), and read back from every item loaded from the table.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
+
+from pynamodb.attributes import Attribute
+from pynamodb.constants import STRING
+from pynamodb.expressions.condition import Comparison, Condition, In
+from pynamodb.expressions.operand import Path, Value
+from pynamodb.expressions.update import Action
+from pynamodb.models import Model
+
+from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.errors import (
+    ShardConfigurationError,
+    ShardKeyError,
+    UnknownShardError,
+)
+from shardmodel.keys import KeyLayout, PhysicalKey
+from shardmodel.retry import Backoff
+from shardmodel.strategies import KeyValues
+
+_M = TypeVar("_M", bound="KeyedModel")
+_RawItem = dict[str, dict[str, Any]]
+
+
+class KeyedModel(Model):
+    """Key layout, (de)serialization and key rewriting for existing items."""
+
+    _shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
+    _index_shard_box: ClassVar[tuple[ShardedKeyAttribute, ...]] = ()
+    # (attribute name, layout, is the table's partition key) of every sharded attribute
+    _unshard_plan: ClassVar[tuple[tuple[str, KeyLayout, bool], ...]] = ()
+    # per instance, set when known: the physical partition key and sharded index keys
+    _physical_key: str | None = None
+    _index_keys: dict[str, str] | None = None
+
+    # -- the key layout -------------------------------------------------------------
+
+    @classmethod
+    def _shard_attribute(cls) -> ShardedKeyAttribute | None:
+        """The sharded partition key attribute, or None on a model without one."""
+        return cls._shard_box[0] if cls._shard_box else None
+
+    @classmethod
+    def _sharded(cls) -> ShardedKeyAttribute:
+        attr = cls._shard_attribute()
+        if attr is None:  # pragma: no cover - guarded by callers
+            raise ShardConfigurationError(f"{cls.__name__} has no ShardedKeyAttribute")
+        return attr
+
+    @classmethod
+    def _backoff(cls) -> Backoff:
+        backoff = getattr(cls.Meta, "shard_backoff", None)
+        return backoff if isinstance(backoff, Backoff) else Backoff()
+
+    @classmethod
+    def _check_logical(cls, value: Any, attr: ShardedKeyAttribute | None = None) -> str:
+        attr = attr or cls._sharded()
+        field = f"{cls.__name__}.{attr.attr_name}"
+        if not isinstance(value, str):
+            raise ShardKeyError(
+                f"{field}: a sharded key must be a str, got {type(value).__name__} {value!r}; "
+                f"pass str({value!r})"
+            )
+        if not value:
+            raise ShardKeyError(f"{field}: the key is empty; DynamoDB keys need a value")
+        return value
+
+    @classmethod
+    def _key_values(
+        cls, logical: str, values: dict[str, Any], attr: ShardedKeyAttribute | None = None
+    ) -> KeyValues:
+        """Build what the strategies see from python values by attribute name."""
+        attributes = cls.get_attributes()
+        attr = attr or cls._sharded()
+        canonical: dict[str, str] = {}
+        known: dict[str, Any] = {}
+        for name in attr.layout.attributes:
+            source = attributes[name]
+            if source is attr:
+                known[name], canonical[name] = logical, logical
+                continue
+            value = values.get(name)
+            if value is None:
+                continue
+            known[name] = value
+            canonical[name] = str(source.serialize(value))
+        return KeyValues(logical_key=logical, values=known, canonical=canonical)
+
+    def _instance_key_values(self) -> KeyValues:
+        attr = self._sharded()
+        logical = self._check_logical(getattr(self, attr.attr_name))
+        names = self._sharded().layout.attributes
+        return self._key_values(logical, {n: getattr(self, n, None) for n in names})
+
+    @classmethod
+    def _candidate_keys(cls, hash_key: Any, range_key: Any = None) -> list[str]:
+        """Every physical key a read of (hash_key, range_key) must touch."""
+        if isinstance(hash_key, PhysicalKey):
+            cls._sharded().layout.split(hash_key)
+            return [hash_key]
+        logical = cls._check_logical(hash_key)
+        values: dict[str, Any] = {}
+        if cls._range_keyname is not None and range_key is not None:
+            values[cls._range_keyname] = range_key
+        return cls._sharded().layout.candidates(cls._key_values(logical, values))
+
+    def _write_key(self) -> str:
+        """The physical key this instance is written under; chosen once, then kept."""
+        attr = self._sharded()
+        key = self._instance_key_values()
+        existing = self._physical_key
+        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+            physical = attr.layout.repick(key, existing, attr.rng)
+        else:
+            physical = attr.layout.pick(key, attr.rng)
+        self._physical_key = physical
+        return physical
+
+    def _stored_key(self) -> str:
+        """The physical key of this stored item, for update, delete and refresh."""
+        attr = self._sharded()
+        key = self._instance_key_values()
+        existing = self._physical_key
+        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+            return existing
+        if attr.layout.deterministic:
+            self._physical_key = attr.layout.pick(key, attr.rng)
+            return self._physical_key
+        raise UnknownShardError(
+            f"{type(self).__name__}({attr.attr_name}={key.logical_key!r}) has no known shard: "
+            "its strategy is random and this instance was neither loaded nor saved; load it "
+            f"with {type(self).__name__}.get(...) first, or shard with HashShards(on=[...]) "
+            "so the shard follows from the item"
+        )
+
+    def get_physical_key(self) -> str | None:
+        """The item's physical partition key, or None while its shard is not yet chosen."""
+        if self._shard_attribute() is None:
+            return None
+        if self._physical_key is None and self._sharded().layout.deterministic:
+            return self._stored_key()
+        return self._physical_key
+
+    # -- (de)serialization ----------------------------------------------------------
+
+    def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
+        """Serialize with the physical partition key (choosing the shard on first write)."""
+        data: dict[str, dict[str, Any]] = super().serialize(null_check=null_check)
+        if self._shard_attribute() is not None:
+            data[self._sharded().attr_name] = {STRING: self._write_key()}
+        for attr in self._index_shard_box:
+            physical = self._write_index_key(attr)
+            if physical is not None:
+                data[attr.attr_name] = {STRING: physical}
+        return data
+
+    def _write_index_key(self, attr: ShardedKeyAttribute) -> str | None:
+        """The physical value of a sharded index key (None: the item is not in the index)."""
+        name = self._python_name(attr)
+        logical = getattr(self, name) if name is not None else None
+        if logical is None:
+            return None
+        logical = self._check_logical(logical, attr)
+        names = attr.layout.attributes
+        key = self._key_values(logical, {n: getattr(self, n, None) for n in names}, attr)
+        if self._index_keys is None:
+            self._index_keys = {}
+        existing = self._index_keys.get(attr.attr_name)
+        if existing is not None and attr.layout.logical_key(existing) == logical:
+            physical = attr.layout.repick(key, existing, attr.rng)
+        else:
+            physical = attr.layout.pick(key, attr.rng)
+        self._index_keys[attr.attr_name] = physical
+        return physical
+
+    @classmethod
+    def _logical_raw(cls, data: _RawItem) -> tuple[_RawItem, str | None, dict[str, str] | None]:
+        """The item with logical keys, its physical key and its sharded index keys."""
+        physical = None
+        index_keys: dict[str, str] | None = None
+        logical_data = dict(data)  # botocore's item stays as stored (cursors read it)
+        for name, layout, is_table_key in cls._unshard_plan:
+            stored = data.get(name)
+            value = stored.get(STRING) if stored is not None else None
+            if value is None:
+                continue
+            logical_data[name] = {STRING: layout.logical_key(value)}
+            if is_table_key:
+                physical = value
+            else:
+                index_keys = index_keys or {}
+                index_keys[name] = value
+        return logical_data, physical, index_keys
+
+    @classmethod
+    def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
+        """Build an instance from a stored item: logical key shown, physical key kept."""
+        if data is None:
+            raise ValueError("Received no data to construct object")
+        if not cls._unshard_plan:
+            plain: _M = super().from_raw_data(data)
+            return plain
+        logical_data, physical, index_keys = cls._logical_raw(data)
+        instance: _M = cls._instantiate(logical_data)
+        if physical is not None:
+            instance._physical_key = physical
+        if index_keys:
+            instance._index_keys = index_keys
+        return instance
+
+    def deserialize(self, attribute_values: _RawItem) -> None:
+        logical_data, physical, index_keys = self._logical_raw(attribute_values)
+        super().deserialize(logical_data)
+        if physical is not None:
+            self._physical_key = physical
+        if index_keys:
+            self._index_keys = {**(self._index_keys or {}), **index_keys}
+
+    # -- keys PynamoDB sends for existing items ---------------------------------------
+
+    def _get_hash_range_key_serialized_values(self) -> tuple[Any, Any | None]:
+        hash_value, range_value = super()._get_hash_range_key_serialized_values()
+        if self._shard_attribute() is None:
+            return hash_value, range_value
+        return self._stored_key(), range_value
+
+    def _get_serialized_keys(self) -> tuple[Any, Any]:
+        hash_value, range_value = super()._get_serialized_keys()
+        if self._shard_attribute() is None:
+            return hash_value, range_value
+        return self._stored_key(), range_value
+
+    def _physical_condition(self, condition: Condition | None, physical: str) -> Condition | None:
+        """Rewrite ``key == logical`` comparisons in a condition to the physical key."""
+        attr = self._shard_attribute()
+        if condition is None or attr is None:
+            return condition
+        logical = getattr(self, attr.attr_name)
+
+        def rewrite(node: Any) -> Any:
+            if not isinstance(node, Condition):
+                return node
+            values = list(node.values)
+            is_key_test = (
+                isinstance(node, Comparison | In)
+                and node.operator in ("=", "<>", "IN")
+                and isinstance(values[0], Path)
+                and values[0].path == [attr.attr_name]
+            )
+            if is_key_test:
+                values = [values[0]] + [
+                    Value(physical, attribute=attr)
+                    if isinstance(v, Value) and v.value == {STRING: logical}
+                    else v
+                    for v in values[1:]
+                ]
+            else:
+                values = [rewrite(v) for v in values]
+            clone = copy.copy(node)
+            clone.values = tuple(values)
+            return clone
+
+        result: Condition = rewrite(condition)
+        return result
+
+    def _check_actions(self, actions: Sequence[Action]) -> None:
+        attributes = self.get_attributes()
+        guarded: dict[str, str] = {}
+        for attr in (*self._shard_box, *self._index_shard_box):
+            guarded.update({attributes[n].attr_name: n for n in attr.layout.attributes})
+        for attr in self._index_shard_box:
+            guarded[attr.attr_name] = self._python_name(attr) or attr.attr_name
+        for action in actions:
+            path = action.values[0]
+            if isinstance(path, Path) and path.path and path.path[0] in guarded:
+                name = guarded[path.path[0]]
+                raise ShardKeyError(
+                    f"{type(self).__name__}.{name}: the shard is computed from {name}, so "
+                    "updating it in place would strand the item on the wrong shard; delete() "
+                    "the item and save() it with the new value"
+                )
+
+    @classmethod
+    def _python_name(cls, attribute: Attribute[Any] | None) -> str | None:
+        """The python name of a model attribute, given it or an index's copy of it."""
+        if attribute is None:
+            return None
+        for name, candidate in cls.get_attributes().items():
+            if candidate.attr_name == attribute.attr_name:
+                return name
+        return None

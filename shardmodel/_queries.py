@@ -1,0 +1,294 @@
+"""Queries and counts of sharded keys: planning the shards, then the merged iterator."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from pynamodb.attributes import Attribute
+from pynamodb.expressions.condition import Condition
+
+from shardmodel._conditions import bounds_of
+from shardmodel._keyed import KeyedModel
+from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.cursor import Cursor, decode_cursor, encode_cursor
+from shardmodel.errors import (
+    CursorError,
+    ShardKeyError,
+    UnsupportedOperationError,
+)
+from shardmodel.keys import PhysicalKey
+from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
+from shardmodel.strategies import TimeBounds, TimeBuckets
+
+_M = TypeVar("_M", bound="Queries")
+
+
+class Queries(KeyedModel):
+    """``query`` and ``count`` over every shard of a logical key."""
+
+    @classmethod
+    def _query_attribute(cls, index_name: str | None, which: str) -> Attribute[Any] | None:
+        """The hash or range key attribute of the table or of an index."""
+        if index_name is None:
+            attr: Attribute[Any] | None = (
+                cls._hash_key_attribute() if which == "hash" else cls._range_key_attribute()
+            )
+            return attr
+        for candidate in cls._indexes[index_name].Meta.attributes.values():
+            if (candidate.is_hash_key and which == "hash") or (
+                candidate.is_range_key and which == "range"
+            ):
+                return candidate  # type: ignore[no-any-return]
+        return None
+
+    @classmethod
+    def _query_sharding(cls, index_name: str | None) -> ShardedKeyAttribute | None:
+        """The sharded attribute a query's partition key is, or None (a plain query)."""
+        hash_attr = cls._query_attribute(index_name, "hash")
+        if hash_attr is None:
+            return None
+        for attr in (*cls._shard_box, *cls._index_shard_box):
+            if attr.attr_name == hash_attr.attr_name:
+                return attr
+        return None
+
+    @classmethod
+    def _query_groups(
+        cls,
+        hash_key: Any,
+        range_key_condition: Condition | None,
+        index_name: str | None,
+        time_range: TimeBounds | None,
+        forward: bool,
+    ) -> list[list[str]]:
+        """The physical keys a query reads, grouped: groups are read one after another."""
+        attr = cls._query_sharding(index_name) or cls._sharded()
+        layout = attr.layout
+        if isinstance(hash_key, PhysicalKey):
+            layout.split(hash_key)
+            return [[hash_key]]
+        logical = cls._check_logical(hash_key, attr)
+        sort_attr = cls._query_attribute(index_name, "range")
+        sort_name = cls._python_name(sort_attr)
+        values: dict[str, Any] = {}
+        bounds: dict[str, TimeBounds] = {}
+        if sort_attr is not None and sort_name is not None:
+            found = bounds_of(range_key_condition, sort_attr)
+            if found.equal is not None:
+                values[sort_name] = found.equal
+            bounds[sort_name] = (found.lower, found.upper)
+        if time_range is not None:
+            for strategy in layout.strategies:
+                if isinstance(strategy, TimeBuckets):
+                    bounds[strategy.on] = time_range
+        key = cls._key_values(logical, values, attr)
+        per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
+        splits = [
+            i
+            for i, s in enumerate(layout.strategies)
+            if s.ordered and sort_name is not None and sort_name in s.attributes
+        ]
+        groups: dict[tuple[int, ...], list[str]] = {}
+        ranges = [range(len(c)) for c in per_strategy]
+        for combo in itertools.product(*ranges):
+            segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+            group = tuple(combo[i] for i in splits)
+            groups.setdefault(group, []).append(layout.compose(logical, segments))
+        ordered = [groups[g] for g in sorted(groups)]
+        return ordered if forward else ordered[::-1]
+
+    @classmethod
+    def _cursor_secret(cls) -> bytes | None:
+        secret = getattr(cls.Meta, "cursor_secret", None)
+        if secret is None:
+            return None
+        return secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+
+    @classmethod
+    def _parallelism(cls, parallelism: int | None) -> int:
+        """Worker threads per query: at most the connection pool, so none waits for a socket."""
+        pool = int(getattr(cls.Meta, "max_pool_connections", 10) or 10)
+        if parallelism is None:
+            return pool
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+            raise ShardKeyError(
+                f"parallelism={parallelism!r}: give a positive int (default: the connection "
+                f"pool size, Meta.max_pool_connections = {pool})"
+            )
+        return min(parallelism, pool)
+
+    @classmethod
+    def _shard_fetcher(cls, **fixed: Any) -> Callable[..., dict[str, Any]]:
+        """fetch(physical key, exclusive start key, page limit): one Query of one shard.
+
+        The botocore client is built here, in the caller's thread: PynamoDB builds it
+        lazily without a lock, so many cold worker threads would each build one.
+        """
+        connection = cls._get_connection()
+        _ = connection.connection.client
+
+        def fetch(physical: str, start: Any, page: int | None = None) -> dict[str, Any]:
+            response: dict[str, Any] = connection.query(
+                physical, exclusive_start_key=start, limit=page, **fixed
+            )
+            return response
+
+        return fetch
+
+    @classmethod
+    def query(  # type: ignore[override]
+        cls: type[_M],
+        hash_key: Any,
+        range_key_condition: Condition | None = None,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        index_name: str | None = None,
+        scan_index_forward: bool | None = None,
+        limit: int | None = None,
+        last_evaluated_key: Any = None,
+        attributes_to_get: Sequence[str] | None = None,
+        page_size: int | None = None,
+        rate_limit: float | None = None,
+        *,
+        parallelism: int | None = None,
+        time_range: TimeBounds | None = None,
+    ) -> Iterator[_M]:
+        """Query one logical key across its shards as one ordered, resumable stream.
+
+        Keeps PynamoDB's signature. ``limit`` applies to the merged order, exactly.
+        ``last_evaluated_key`` of the returned iterator is an opaque cursor string; pass
+        it back to resume. ``parallelism`` caps the threads reading shards at once
+        (default and maximum: ``Meta.max_pool_connections``). ``time_range=(start, end)``
+        bounds the buckets of a ``TimeBuckets`` key whose time is not the sort key.
+        """
+        if cls._query_sharding(index_name) is None:
+            return super().query(
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                scan_index_forward,
+                limit,
+                last_evaluated_key,
+                attributes_to_get,
+                page_size,
+                rate_limit,
+            )
+        if rate_limit is not None:
+            raise UnsupportedOperationError(
+                f"{cls.__name__}.query(rate_limit=...): a merged query reads shards in "
+                "parallel and cannot share one rate limiter; lower parallelism instead"
+            )
+        forward = scan_index_forward is not False
+        groups = cls._query_groups(hash_key, range_key_condition, index_name, time_range, forward)
+        identity = QueryIdentity(
+            model=f"{cls.Meta.table_name}:{cls.__name__}",
+            index=index_name,
+            logical_key=str(hash_key),
+            forward=forward,
+        )
+        secret = cls._cursor_secret()
+        resume = cls._resume(last_evaluated_key, identity, groups, secret)
+        key_attrs = [
+            cls._hash_key_attribute(),
+            cls._range_key_attribute(),
+            cls._query_attribute(index_name, "hash"),
+            cls._query_attribute(index_name, "range"),
+        ]
+        key_names = list(dict.fromkeys(a.attr_name for a in key_attrs if a is not None))
+        projection = None
+        if attributes_to_get is not None:
+            projection = list(dict.fromkeys([*attributes_to_get, *key_names]))
+        fetch = cls._shard_fetcher(
+            range_key_condition=range_key_condition,
+            filter_condition=filter_condition,
+            attributes_to_get=projection,
+            consistent_read=consistent_read,
+            index_name=index_name,
+            return_consumed_capacity="TOTAL",
+            scan_index_forward=scan_index_forward,
+        )
+        return MergedQuery(
+            fetch=fetch,
+            groups=groups,
+            sort_key=dynamodb_sort_key(cls._query_attribute(index_name, "range")),
+            forward=forward,
+            build=cls.from_raw_data,
+            key_names=key_names,
+            identity=identity,
+            encode=lambda cursor: encode_cursor(cursor, secret),
+            limit=limit,
+            page_size=page_size,
+            parallelism=cls._parallelism(parallelism),
+            resume=resume,
+        )
+
+    @classmethod
+    def _resume(
+        cls,
+        token: Any,
+        identity: QueryIdentity,
+        groups: list[list[str]],
+        secret: bytes | None,
+    ) -> Cursor | None:
+        """Decode a cursor and check it belongs to this very query."""
+        if token is None:
+            return None
+        cursor = decode_cursor(token, secret)
+        mine = (identity.model, identity.index, identity.logical_key, identity.forward)
+        theirs = (cursor.model, cursor.index, cursor.logical_key, cursor.forward)
+        if mine != theirs:
+            raise CursorError(
+                f"last_evaluated_key belongs to another query ({theirs[0]}, key "
+                f"{theirs[2]!r}, index {theirs[1]!r}, forward={theirs[3]}); resume with the "
+                "same model, key, index and direction, or start over"
+            )
+        planned = {key for group in groups for key in group}
+        if not {p.key for p in cursor.shards} <= planned:
+            raise CursorError(
+                "last_evaluated_key names shards this query does not read (the range "
+                "condition or the shard layout changed); resume with the same conditions"
+            )
+        return cursor
+
+    @classmethod
+    def count(
+        cls,
+        hash_key: Any = None,
+        range_key_condition: Condition | None = None,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        index_name: str | None = None,
+        limit: int | None = None,
+        rate_limit: float | None = None,
+        *,
+        parallelism: int | None = None,
+        time_range: TimeBounds | None = None,
+    ) -> int:
+        """Count one logical key's items, summed over its shards (or the table's, keyless)."""
+        if hash_key is None or cls._query_sharding(index_name) is None:
+            total: int = super().count(
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                limit,
+                rate_limit,
+            )
+            return total
+        groups = cls._query_groups(hash_key, range_key_condition, index_name, time_range, True)
+        fetch = cls._shard_fetcher(
+            range_key_condition=range_key_condition,
+            filter_condition=filter_condition,
+            consistent_read=consistent_read,
+            index_name=index_name,
+            select="COUNT",
+        )
+        counted = count_shards(
+            fetch, [key for group in groups for key in group], cls._parallelism(parallelism)
+        )
+        return counted if limit is None else min(counted, limit)
