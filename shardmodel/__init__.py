@@ -1,6 +1,7 @@
 """shardmodel: shard hot DynamoDB partition keys transparently on PynamoDB models."""
 
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.counters import CounterAttribute, TokenWindow
 from shardmodel.errors import (
     CursorError,
     DuplicateItemError,
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "CounterAttribute",
     "CursorError",
     "DuplicateItemError",
     "HashShards",
@@ -35,6 +37,7 @@ __all__ = [
     "ShardedKeyAttribute",
     "ShardedModel",
     "TimeBuckets",
+    "TokenWindow",
     "UnknownShardError",
     "UnsupportedOperationError",
     "__version__",

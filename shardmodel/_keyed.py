@@ -19,6 +19,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.counters import aggregate
 from shardmodel.errors import (
     ShardConfigurationError,
     ShardKeyError,
@@ -41,6 +42,8 @@ class KeyedModel(Model):
     _unshard_plan: ClassVar[tuple[tuple[str, KeyLayout, bool], ...]] = ()
     # per instance, set when known: the physical partition key and sharded index keys
     _physical_key: str | None = None
+    # python names of the CounterAttributes (counter models spread one item over shards)
+    _counter_names: ClassVar[tuple[str, ...]] = ()
     _index_keys: dict[str, str] | None = None
 
     # -- the key layout -------------------------------------------------------------
@@ -131,6 +134,9 @@ class KeyedModel(Model):
         attr = self._sharded()
         key = self._instance_key_values()
         existing = self._physical_key
+        if self._counter_names:
+            range_key = getattr(self, self._range_keyname) if self._range_keyname else None
+            return self._candidate_keys(key.logical_key, range_key)[0]  # the home shard
         if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
             return existing
         if attr.layout.deterministic:
@@ -280,6 +286,15 @@ class KeyedModel(Model):
             guarded.update({attributes[n].attr_name: n for n in attr.layout.attributes})
         for attr in self._index_shard_box:
             guarded[attr.attr_name] = self._python_name(attr) or attr.attr_name
+        counters = {attributes[n].attr_name: n for n in self._counter_names}
+        for action in actions:
+            path = action.values[0]
+            if isinstance(path, Path) and path.path and path.path[0] in counters:
+                name = counters[path.path[0]]
+                raise ShardKeyError(
+                    f"{type(self).__name__}.{name} is a counter spread over shards; change it "
+                    f"with {type(self).__name__}.add(key, {name}=amount), not update()"
+                )
         for action in actions:
             path = action.values[0]
             if isinstance(path, Path) and path.path and path.path[0] in guarded:
@@ -289,6 +304,16 @@ class KeyedModel(Model):
                     "updating it in place would strand the item on the wrong shard; delete() "
                     "the item and save() it with the new value"
                 )
+
+    @classmethod
+    def _merge_shards(cls, items: Sequence[_RawItem], home: str) -> _RawItem:
+        """One logical counter item from its shard items: counters summed."""
+        return aggregate(items, cls._counter_attr_names(), home, cls._sharded().attr_name)
+
+    @classmethod
+    def _counter_attr_names(cls) -> list[str]:
+        attributes = cls.get_attributes()
+        return [attributes[name].attr_name for name in cls._counter_names]
 
     @classmethod
     def _python_name(cls, attribute: Attribute[Any] | None) -> str | None:

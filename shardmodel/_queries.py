@@ -19,7 +19,13 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import PhysicalKey
-from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
+from shardmodel.query import (
+    GroupedQuery,
+    MergedQuery,
+    QueryIdentity,
+    count_shards,
+    dynamodb_sort_key,
+)
 from shardmodel.strategies import TimeBounds, TimeBuckets
 
 _M = TypeVar("_M", bound="Queries")
@@ -211,20 +217,45 @@ class Queries(KeyedModel):
             return_consumed_capacity="TOTAL",
             scan_index_forward=scan_index_forward,
         )
-        return MergedQuery(
+        counters = bool(cls._counter_names) and index_name is None
+        merged: MergedQuery[Any] = MergedQuery(
             fetch=fetch,
             groups=groups,
             sort_key=dynamodb_sort_key(cls._query_attribute(index_name, "range")),
             forward=forward,
-            build=cls.from_raw_data,
+            build=(lambda raw: raw) if counters else cls.from_raw_data,
             key_names=key_names,
             identity=identity,
             encode=lambda cursor: encode_cursor(cursor, secret),
-            limit=limit,
+            limit=None if counters else limit,
             page_size=page_size,
             parallelism=cls._parallelism(parallelism),
             resume=resume,
         )
+        if not counters:
+            return merged
+        return cls._grouped(merged, limit)
+
+    @classmethod
+    def _grouped(cls: type[_M], merged: MergedQuery[Any], limit: int | None) -> Iterator[_M]:
+        """Counter models: combine each logical item's shard items, adjacent in the merge."""
+        range_attr = cls._range_key_attribute()
+        hash_name = cls._sharded().attr_name
+
+        def same(first: dict[str, Any], other: dict[str, Any]) -> bool:
+            if range_attr is None:
+                return True
+            return bool(first[range_attr.attr_name] == other[range_attr.attr_name])
+
+        def combine(run: list[dict[str, Any]]) -> dict[str, Any]:
+            item = run[0]
+            range_key = None
+            if range_attr is not None:
+                range_key = range_attr.deserialize(item[range_attr.attr_name][range_attr.attr_type])
+            logical = cls._sharded().layout.logical_key(item[hash_name]["S"])
+            return cls._merge_shards(run, cls._candidate_keys(logical, range_key)[0])
+
+        return GroupedQuery(merged, same, combine, cls.from_raw_data, limit)
 
     @classmethod
     def _resume(

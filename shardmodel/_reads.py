@@ -89,6 +89,9 @@ class PointReads(KeyedModel):
             by_key[(raw[hash_attr.attr_name][STRING], range_value)] = raw
         for (logical, _, _), (candidates, range_ser) in zip(requests, wanted, strict=True):
             hits = [p for p in candidates if (p, range_ser) in by_key]
+            if hits and cls._counter_names:
+                yield cls._merge_shards([by_key[(p, range_ser)] for p in hits], candidates[0])
+                continue
             if len(hits) > 1:
                 raise DuplicateItemError(
                     f"{cls.__name__}({hash_attr.attr_name}={logical!r}) is stored under "
@@ -176,7 +179,8 @@ class PointReads(KeyedModel):
     def refresh(self, consistent_read: bool = False) -> None:
         """Reload this item; an instance of unknown shard is looked up on every candidate."""
         attr = self._shard_attribute()
-        if attr is None or self._physical_key is not None or attr.layout.deterministic:
+        single = self._physical_key is not None or (attr and attr.layout.deterministic)
+        if attr is None or (single and not self._counter_names):
             super().refresh(consistent_read)
             return
         logical = self._check_logical(getattr(self, attr.attr_name))

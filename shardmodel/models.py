@@ -17,12 +17,14 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import GlobalSecondaryIndex
 from pynamodb.models import BatchWrite, MetaModel
 
+from shardmodel._counting import Counting
 from shardmodel._queries import Queries
-from shardmodel._reads import PointReads
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.counters import CounterAttribute
 from shardmodel.errors import (
     ShardConfigurationError,
     ShardModelError,
+    UnsupportedOperationError,
 )
 from shardmodel.keys import KeyLayout
 from shardmodel.strategies import KeyValues, TimeBuckets
@@ -92,6 +94,19 @@ def _configure(cls: Any) -> None:
     for attr in sharded:
         _check_layout(cls, attr, attributes)
     cls._unshard_plan = tuple((a.attr_name, a.layout, bool(a.is_hash_key)) for a in sharded)
+    counters = tuple(n for n, a in attributes.items() if isinstance(a, CounterAttribute))
+    cls._counter_names = counters
+    if counters and not cls._shard_box:
+        raise ShardConfigurationError(
+            f"{cls.__name__}: CounterAttribute {counters[0]!r} needs a sharded partition key "
+            "to spread over; declare it ShardedKeyAttribute(hash_key=True, "
+            "strategy=RandomShards(n))"
+        )
+    if counters and cls._version_attribute_name is not None:
+        raise ShardConfigurationError(
+            f"{cls.__name__}: a counter model cannot have a VersionAttribute "
+            f"({cls._version_attribute_name!r}): its item lives on several shards; drop one"
+        )
 
 
 def _check_layout(cls: Any, attr: ShardedKeyAttribute, attributes: dict[str, Any]) -> None:
@@ -127,6 +142,12 @@ class ShardedBatchWrite(BatchWrite[_M]):
         return super().__exit__(exc_type, exc_val, exc_tb)
 
     def save(self, put_item: _M) -> None:
+        if put_item._counter_names:
+            raise UnsupportedOperationError(
+                f"{type(put_item).__name__} has counters: a batched PutItem would overwrite "
+                "a shard's share of them; call save() (an update of the other attributes) "
+                "or add()"
+            )
         if put_item._shard_attribute() is not None:
             put_item._write_key()
         super().save(put_item)
@@ -137,7 +158,7 @@ class ShardedBatchWrite(BatchWrite[_M]):
         super().delete(del_item)
 
 
-class ShardedModel(Queries, PointReads, metaclass=ShardedModelMeta):
+class ShardedModel(Queries, Counting, metaclass=ShardedModelMeta):
     """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
 
     Declare the model as usual; mark the partition key with
@@ -148,6 +169,32 @@ class ShardedModel(Queries, PointReads, metaclass=ShardedModelMeta):
     """
 
     # -- writes -----------------------------------------------------------------------
+
+    def save(
+        self, condition: Condition | None = None, *, add_version_condition: bool = True
+    ) -> dict[str, Any]:
+        """Save the item; on a counter model, update its other attributes on the home shard."""
+        if self._counter_names:
+            return self._save_other_attributes(condition)
+        result: dict[str, Any] = super().save(
+            condition, add_version_condition=add_version_condition
+        )
+        return result
+
+    def get_save_kwargs_from_instance(
+        self,
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+    ) -> dict[str, Any]:
+        if self._counter_names:
+            raise UnsupportedOperationError(
+                f"{type(self).__name__} has counters: a transactional PutItem would overwrite "
+                "a shard's share of them; use add() outside the transaction"
+            )
+        result: dict[str, Any] = super().get_save_kwargs_from_instance(
+            condition, return_values_on_condition_failure
+        )
+        return result
 
     def _get_save_args(
         self, condition: Condition | None = None, *, add_version_condition: bool = True
@@ -172,11 +219,22 @@ class ShardedModel(Queries, PointReads, metaclass=ShardedModelMeta):
             self._check_actions(actions)
         if self._shard_attribute() is not None and isinstance(actions, list):
             condition = self._physical_condition(condition, self._stored_key())
-        return super().update(actions, condition, add_version_condition=add_version_condition)
+        result = super().update(actions, condition, add_version_condition=add_version_condition)
+        if self._counter_names:
+            self.refresh(consistent_read=True)  # the response holds one shard's counters only
+        return result
 
     def delete(
         self, condition: Condition | None = None, *, add_version_condition: bool = True
     ) -> Any:
+        if self._counter_names:
+            if condition is not None:
+                raise UnsupportedOperationError(
+                    f"{type(self).__name__}.delete(condition=...): a counter item spans "
+                    "several shard items, which one condition cannot guard; delete without it"
+                )
+            self._delete_all_shards()
+            return None
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
         return super().delete(condition, add_version_condition=add_version_condition)

@@ -24,6 +24,7 @@ from shardmodel.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
 __all__ = [
     "DEFAULT_ITEM_BUDGET",
+    "GroupedQuery",
     "MergedQuery",
     "QueryIdentity",
     "count_shards",
@@ -187,28 +188,35 @@ class MergedQuery(Generic[_T]):
         return self
 
     def __next__(self) -> _T:
-        if self._closed or (self._limit is not None and self.total_count >= self._limit):
-            self.close()
+        if not self._ready():
             raise StopIteration
-        try:
-            while True:
-                self._fill()
-                if self._heap:
-                    break
-                if self._active + 1 >= len(self._groups):
-                    self.close()
-                    raise StopIteration
-                self._activate(self._active + 1)
-        except StopIteration:
-            raise
-        except BaseException:
-            self.close()
-            raise
         _, _, item, shard = heapq.heappop(self._heap)
         shard.last = item
         self._advance(shard)
         self.total_count += 1
         return self._build(item)
+
+    def peek(self) -> _RawItem | None:
+        """The raw item ``next`` would return, without consuming it (None at the end)."""
+        return self._heap[0][2] if self._ready() else None
+
+    def _ready(self) -> bool:
+        """Make the next item available at the top of the heap; False when done."""
+        if self._closed or (self._limit is not None and self.total_count >= self._limit):
+            self.close()
+            return False
+        try:
+            while True:
+                self._fill()
+                if self._heap:
+                    return True
+                if self._active + 1 >= len(self._groups):
+                    self.close()
+                    return False
+                self._activate(self._active + 1)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         """Stop: cancel pending shard requests and release the worker threads."""
@@ -361,3 +369,69 @@ def count_shards(
     workers = max(1, min(parallelism, len(keys)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shardmodel-count") as pool:
         return sum(pool.map(count_one, keys))
+
+
+class GroupedQuery(Generic[_T]):
+    """A merged query whose consecutive items with one sort key form one logical item.
+
+    Counter models keep one item per shard; merged by sort key, a logical item's shard
+    items are adjacent. Each run is combined into one item, ``limit`` counts combined
+    items, and the cursor only ever falls between runs.
+    """
+
+    def __init__(
+        self,
+        merged: MergedQuery[_RawItem],
+        same: Callable[[_RawItem, _RawItem], bool],
+        combine: Callable[[list[_RawItem]], _RawItem],
+        build: Callable[[_RawItem], _T],
+        limit: int | None,
+    ) -> None:
+        self._merged = merged
+        self._same = same
+        self._combine = combine
+        self._build = build
+        self._limit = limit
+        self.total_count = 0
+
+    def __iter__(self) -> Iterator[_T]:
+        return self
+
+    def __next__(self) -> _T:
+        if self._limit is not None and self.total_count >= self._limit:
+            self._merged.close()
+            raise StopIteration
+        first = next(self._merged)
+        run = [first]
+        while True:
+            following = self._merged.peek()
+            if following is None or not self._same(first, following):
+                break
+            run.append(next(self._merged))
+        self.total_count += 1
+        return self._build(self._combine(run))
+
+    def close(self) -> None:
+        """Stop the underlying merged query."""
+        self._merged.close()
+
+    @property
+    def last_evaluated_key(self) -> str | None:
+        """The merged query's cursor, which always falls between logical items."""
+        return self._merged.last_evaluated_key
+
+    @property
+    def items_read(self) -> int:
+        return self._merged.items_read
+
+    @property
+    def requests(self) -> int:
+        return self._merged.requests
+
+    @property
+    def consumed_capacity(self) -> float:
+        return self._merged.consumed_capacity
+
+    @property
+    def shard_count(self) -> int:
+        return self._merged.shard_count

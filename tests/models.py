@@ -11,7 +11,28 @@ from pynamodb.attributes import (
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+from shardmodel import (
+    CounterAttribute,
+    HashShards,
+    RandomShards,
+    ShardedKeyAttribute,
+    ShardedModel,
+    TimeBuckets,
+    TokenWindow,
+)
+
+
+class FakeClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+COUNTER_CLOCK = FakeClock()
 
 
 class RandomEvent(ShardedModel):
@@ -119,6 +140,32 @@ class Photo(ShardedModel):
     by_album = ByAlbum()
 
 
+class PageViews(ShardedModel):
+    """Page view and like counters spread over 10 shards, with a title kept once."""
+
+    class Meta:
+        table_name = "page-views"
+        region = "us-east-1"
+        counter_tokens = TokenWindow(seconds=600, clock=COUNTER_CLOCK)
+
+    page = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(10))
+    views = CounterAttribute(default=0)
+    likes = CounterAttribute(default=0)
+    title = UnicodeAttribute(null=True)
+
+
+class Score(ShardedModel):
+    """A leaderboard: one score counter per (game, player), 4 shards each."""
+
+    class Meta:
+        table_name = "scores"
+        region = "us-east-1"
+
+    game = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+    player = UnicodeAttribute(range_key=True)
+    points = CounterAttribute(default=0)
+
+
 class PlainEvent(Model):
     """An unsharded reference model with RandomEvent's schema."""
 
@@ -139,5 +186,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     FileLog,
     SensorReading,
     Photo,
+    PageViews,
+    Score,
     PlainEvent,
 )
