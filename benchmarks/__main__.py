@@ -1,8 +1,17 @@
-"""Run every benchmark: `python -m benchmarks`."""
+"""Run every benchmark: `python -m benchmarks` (the write path, then the merged query)."""
 
 from __future__ import annotations
 
-from benchmarks.write_path import main
+from benchmarks import query_bench, write_path
+
+
+def main() -> None:
+    """Each benchmark under its own heading; an error stops the run with a non-zero exit."""
+    print("== benchmarks/write_path.py")
+    write_path.main()
+    print("\n== benchmarks/query_bench.py")
+    query_bench.main()
+
 
 if __name__ == "__main__":
     main()

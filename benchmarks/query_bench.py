@@ -1,0 +1,571 @@
+"""The merged query against the ways people read a sharded key today, same run, same data.
+
+Runs against dynalite (started here on loopback, in memory) with a round trip injected
+into every request, for 1, 4, 16 and 64 random shards holding 10,000 items of one
+logical key. Compares, per workload (the newest 100; all 10,000):
+
+* ``merged``: ``ShardedModel.query`` of the logical key;
+* ``single partition``: plain PynamoDB ``Model.query`` of one unsharded key holding
+  the same items (the baseline every ratio is against);
+* ``sequential + sort``: plain PynamoDB queries of each physical key ``key#i`` one
+  after another, then a sort (the public guides' way);
+* ``thread pool + sort``: the same per-shard queries on a thread pool, then a sort.
+
+Requests and items read are counted by a botocore ``after-call`` hook on every client,
+the same way for every variant. Prints one table per workload and the targets of the
+merged query with PASS or FAIL; a FAIL does not fail the run, an error does.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
+from shardmodel.testing import bind_models, create_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+DYNALITE = ROOT / "node_modules" / ".bin" / "dynalite"
+CREDENTIALS = {
+    "region": "us-east-1",
+    "aws_access_key_id": "testing",
+    "aws_secret_access_key": "testing",
+}
+
+SHARDS = (1, 4, 16, 64)
+TARGET_SHARDS = 16
+ITEMS = 10_000
+STREAM_ITEMS = 100_000
+LATEST = 100
+REPEATS = 5
+MEMORY_REPEATS = 1  # tracemalloc slows a stream ~2x; peaks vary by about 10% run to run
+LATENCY = 0.005  # seconds slept before every request: a same-region round trip
+DEFAULT_POOL = 10  # PynamoDB's max_pool_connections when a model's Meta sets none
+KEY = "hot"
+STREAM_KEY = "stream"
+EPOCH = 1_700_000_000
+
+
+# -- models ---------------------------------------------------------------------------
+
+
+class Single(Model):
+    """The unsharded baseline: every item under one partition key."""
+
+    class Meta:
+        table_name = "bench-query-single"
+        region = "us-east-1"
+
+    pk = UnicodeAttribute(hash_key=True)
+    ts = NumberAttribute(range_key=True)
+    body = UnicodeAttribute()
+
+
+def _meta(table: str, **settings: Any) -> type:
+    return type("Meta", (), {"table_name": table, "region": "us-east-1", **settings})
+
+
+def _sharded_model(shards: int) -> type[ShardedModel]:
+    """A model of ``shards`` random shards, on its own table, with a seeded shard picker."""
+    strategy = RandomShards(shards)
+    namespace = {
+        "Meta": _meta(f"bench-query-shards-{shards}"),
+        "pk": ShardedKeyAttribute(hash_key=True, strategy=strategy, rng=random.Random(shards)),
+        "ts": NumberAttribute(range_key=True),
+        "body": UnicodeAttribute(),
+    }
+    return cast(type[ShardedModel], type(f"Sharded{shards}", (ShardedModel,), namespace))
+
+
+def _pool(model: type[Model]) -> int:
+    """The model's connection pool size: the most threads that never wait for a socket."""
+    return int(getattr(model.Meta, "max_pool_connections", DEFAULT_POOL) or DEFAULT_POOL)
+
+
+def _plain_model(sharded: type[ShardedModel]) -> type[Model]:
+    """A plain PynamoDB model over a sharded model's table (physical keys), same pool size."""
+    namespace = {
+        "Meta": _meta(sharded.Meta.table_name, max_pool_connections=_pool(sharded)),
+        "pk": UnicodeAttribute(hash_key=True),
+        "ts": NumberAttribute(range_key=True),
+        "body": UnicodeAttribute(),
+    }
+    return cast(type[Model], type(f"Plain{sharded.__name__}", (Model,), namespace))
+
+
+class _Layout(NamedTuple):
+    shards: int
+    sharded: type[ShardedModel]
+    plain: type[Model]
+    threads: int  # for the merged query (when it takes parallelism) and the thread pool
+
+
+# -- the wire: injected latency and uniform counting ----------------------------------
+
+
+class _Wire:
+    """botocore hooks on each model's client: a sleep before every request (when on),
+    and a count of Query calls and of the items DynamoDB returned to them."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.delaying = False
+        self.requests = 0
+        self.items_read = 0
+        self._lock = threading.Lock()
+        self._clients: set[int] = set()
+
+    def attach(self, model: type[Model]) -> None:
+        # building the client here, once: a cold model hit by many threads builds one each
+        client = model._get_connection().connection.client
+        if id(client) in self._clients:
+            return
+        self._clients.add(id(client))
+        client.meta.events.register("before-send.dynamodb.*", self._delay)
+        client.meta.events.register("after-call.dynamodb.Query", self._count)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.items_read = 0
+
+    def _delay(self, **kwargs: Any) -> None:
+        if self.delaying:
+            time.sleep(self.latency)
+        # returning None lets botocore send the request
+
+    def _count(self, parsed: dict[str, Any], **kwargs: Any) -> None:
+        with self._lock:
+            self.requests += 1
+            self.items_read += int(parsed.get("Count", 0))
+
+    @contextmanager
+    def delayed(self) -> Iterator[None]:
+        self.delaying = True
+        try:
+            yield
+        finally:
+            self.delaying = False
+
+
+# -- dynalite -------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"dynalite exited with code {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"dynalite does not listen on 127.0.0.1:{port} after {timeout} s")
+
+
+@contextmanager
+def dynalite() -> Iterator[str]:
+    """A dynalite server on loopback, in memory, tables active at once; yields its URL."""
+    if not DYNALITE.exists() or shutil.which("node") is None:
+        raise RuntimeError("dynalite is not installed: run `make install` (npm ci) first")
+    port = _free_port()
+    timings = ("--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+    command = [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), *timings]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_port(port, process, timeout=20)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- loading --------------------------------------------------------------------------
+
+
+def _body(n: int) -> str:
+    return f"event-{n:07d}-" + "x" * 48  # with the keys, about 100 bytes an item
+
+
+def _load(model: type[Model], key: str, count: int) -> None:
+    """Write ``count`` items of one (logical) key, 25 per BatchWriteItem."""
+    with model.batch_write() as batch:
+        for n in range(count):
+            batch.save(model(key, EPOCH + n, body=_body(n)))
+
+
+def _load_all(jobs: Sequence[tuple[type[Model], str, int]]) -> None:
+    """Load on two threads: one serializes while the other waits for dynalite."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="bench-load") as pool:
+        for future in [pool.submit(_load, *job) for job in jobs]:
+            future.result()
+    for model, key, count in jobs:
+        found = model.count(key)
+        if found != count:
+            raise RuntimeError(f"{model.__name__}: loaded {found} items of {key!r}, not {count}")
+
+
+# -- the variants ---------------------------------------------------------------------
+
+Run = Callable[[], list[int]]
+
+
+def _merged_kwargs(model: type[Model], threads: int) -> dict[str, Any]:
+    """``parallelism=threads`` when this version of ``query`` takes it, else nothing."""
+    if "parallelism" in inspect.signature(model.query).parameters:
+        return {"parallelism": threads}
+    return {}
+
+
+def _merged(layout: _Layout, limit: int | None, forward: bool) -> Run:
+    model, extra = layout.sharded, _merged_kwargs(layout.sharded, layout.threads)
+
+    def run() -> list[int]:
+        items = model.query(KEY, scan_index_forward=forward, limit=limit, **extra)
+        return [_ts(item) for item in items]
+
+    return run
+
+
+def _single(limit: int | None, forward: bool) -> Run:
+    def run() -> list[int]:
+        return [_ts(item) for item in Single.query(KEY, scan_index_forward=forward, limit=limit)]
+
+    return run
+
+
+def _ts(item: Model) -> int:
+    """The sort key of any bench model's item (the models are built at run time)."""
+    return int(item.attribute_values["ts"])
+
+
+def _one_shard(plain: type[Model], key: str, limit: int | None, forward: bool) -> list[Model]:
+    return list(plain.query(key, scan_index_forward=forward, limit=limit))
+
+
+def _sorted_cut(items: Iterable[Model], limit: int | None, forward: bool) -> list[int]:
+    ordered = sorted(items, key=_ts, reverse=not forward)
+    return [_ts(item) for item in ordered[:limit]]
+
+
+def _sequential(layout: _Layout, limit: int | None, forward: bool) -> Run:
+    keys = [f"{KEY}#{i}" for i in range(layout.shards)]
+
+    def run() -> list[int]:
+        items: list[Model] = []
+        for key in keys:
+            items.extend(_one_shard(layout.plain, key, limit, forward))
+        return _sorted_cut(items, limit, forward)
+
+    return run
+
+
+def _thread_pool(layout: _Layout, limit: int | None, forward: bool) -> Run:
+    keys = [f"{KEY}#{i}" for i in range(layout.shards)]
+
+    def run() -> list[int]:
+        with ThreadPoolExecutor(max_workers=layout.threads) as pool:
+            pages = pool.map(lambda key: _one_shard(layout.plain, key, limit, forward), keys)
+            items = [item for page in pages for item in page]
+        return _sorted_cut(items, limit, forward)
+
+    return run
+
+
+# -- measuring ------------------------------------------------------------------------
+
+
+class Sample(NamedTuple):
+    wall: float  # seconds
+    cpu: float  # process CPU seconds, all threads
+    requests: int
+    items_read: int
+    returned: int
+
+
+class Row(NamedTuple):
+    shards: int | None  # None: the single-partition baseline
+    variant: str
+    sample: Sample
+
+
+def _once(wire: _Wire, run: Run, expected: list[int]) -> Sample:
+    gc.collect()  # the previous variant's garbage is not this one's cost
+    wire.reset()
+    wall, cpu = time.perf_counter(), time.process_time()
+    got = run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if got != expected:
+        raise RuntimeError(
+            f"wrong result: {len(got)} items {got[:3]}..., expected {len(expected)} "
+            f"items {expected[:3]}..."
+        )
+    return Sample(wall, cpu, wire.requests, wire.items_read, len(got))
+
+
+def _median(samples: Sequence[Sample]) -> Sample:
+    return Sample(
+        wall=statistics.median(s.wall for s in samples),
+        cpu=statistics.median(s.cpu for s in samples),
+        requests=round(statistics.median(s.requests for s in samples)),
+        items_read=round(statistics.median(s.items_read for s in samples)),
+        returned=samples[0].returned,
+    )
+
+
+def _measure(
+    wire: _Wire, variants: Sequence[tuple[int | None, str, Run]], expected: list[int]
+) -> list[Row]:
+    """Median of REPEATS runs of each variant, repeats interleaved so drift hits all alike."""
+    samples: list[list[Sample]] = [[] for _ in variants]
+    with wire.delayed():
+        for _, _, run in variants:
+            _once(wire, run, expected)  # warm: connections, caches, dynalite's JIT
+        for _ in range(REPEATS):
+            for found, (_, _, run) in zip(samples, variants, strict=True):
+                found.append(_once(wire, run, expected))
+    return [
+        Row(shards, name, _median(found))
+        for found, (shards, name, _) in zip(samples, variants, strict=True)
+    ]
+
+
+def _variants(
+    layouts: Sequence[_Layout], limit: int | None, forward: bool
+) -> list[tuple[int | None, str, Run]]:
+    found: list[tuple[int | None, str, Run]] = [(None, "single partition", _single(limit, forward))]
+    for layout in layouts:
+        found += [
+            (layout.shards, "merged", _merged(layout, limit, forward)),
+            (layout.shards, "sequential + sort", _sequential(layout, limit, forward)),
+            (layout.shards, "thread pool + sort", _thread_pool(layout, limit, forward)),
+        ]
+    return found
+
+
+def _peak_memory(
+    wire: _Wire, model: type[Model], extra: dict[str, Any], runs: int
+) -> tuple[int, Sample]:
+    """Median tracemalloc peak (bytes, all threads) while streaming STREAM_KEY, and a sample."""
+    peaks: list[int] = []
+    samples: list[Sample] = []
+    with wire.delayed():
+        for _ in range(runs):
+            gc.collect()
+            wire.reset()
+            tracemalloc.start()
+            wall, cpu = time.perf_counter(), time.process_time()
+            count, previous = 0, -1
+            for item in model.query(STREAM_KEY, **extra):
+                ts = _ts(item)
+                if ts <= previous:
+                    raise RuntimeError(f"{model.__name__}: out of order at item {count}")
+                previous = ts
+                count += 1
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+            if count != STREAM_ITEMS:
+                raise RuntimeError(f"{model.__name__}: streamed {count}, not {STREAM_ITEMS}")
+            samples.append(Sample(wall, cpu, wire.requests, wire.items_read, count))
+    return round(statistics.median(peaks)), _median(samples)
+
+
+# -- printing -------------------------------------------------------------------------
+
+
+def _print_table(title: str, rows: Sequence[Row]) -> None:
+    base = rows[0].sample
+    print()
+    print(title)
+    header = (
+        f"{'shards':>6}  {'variant':<20}{'wall ms':>9}{'/base':>7}{'CPU ms':>9}{'/base':>7}"
+        f"{'CPU µs/item':>12}{'requests':>9}{'items read':>11}{'returned':>9}{'read/ret':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        s = row.sample
+        shards = "-" if row.shards is None else str(row.shards)
+        print(
+            f"{shards:>6}  {row.variant:<20}{s.wall * 1e3:>9.1f}{s.wall / base.wall:>7.2f}"
+            f"{s.cpu * 1e3:>9.1f}{s.cpu / base.cpu:>7.2f}{s.cpu / s.returned * 1e6:>12.1f}"
+            f"{s.requests:>9}{s.items_read:>11}{s.returned:>9}{s.items_read / s.returned:>9.2f}"
+        )
+
+
+def _find(rows: Sequence[Row], shards: int | None, variant: str) -> Sample:
+    for row in rows:
+        if row.shards == shards and row.variant == variant:
+            return row.sample
+    raise LookupError(f"no row for {variant} at {shards} shards")
+
+
+class Target(NamedTuple):
+    text: str
+    measured: float
+    limit: float
+    at_most: bool  # True: measured <= limit passes; False: measured >= limit passes
+
+    @property
+    def passed(self) -> bool:
+        return self.measured <= self.limit if self.at_most else self.measured >= self.limit
+
+
+def _targets(latest: Sequence[Row], full: Sequence[Row], memory: tuple[int, int]) -> list[Target]:
+    n = TARGET_SHARDS
+    l_merged, l_base = _find(latest, n, "merged"), _find(latest, None, "single partition")
+    l_seq = _find(latest, n, "sequential + sort")
+    f_merged, f_base = _find(full, n, "merged"), _find(full, None, "single partition")
+    per_item = (f_merged.cpu / f_merged.returned) / (f_base.cpu / f_base.returned)
+    merged_peak, single_peak = memory
+    return [
+        Target(
+            "latest 100: merged wall / single partition", l_merged.wall / l_base.wall, 1.5, True
+        ),
+        Target("latest 100: sequential loop / merged wall", l_seq.wall / l_merged.wall, 8, False),
+        Target(
+            "latest 100: items read / items returned",
+            l_merged.items_read / l_merged.returned,
+            2,
+            True,
+        ),
+        Target("read all: merged wall / single partition", f_merged.wall / f_base.wall, 1.25, True),
+        Target("read all: CPU per item / single partition", per_item, 1.15, True),
+        Target(
+            f"stream {STREAM_ITEMS:,}: peak memory / single partition",
+            merged_peak / single_peak,
+            2,
+            True,
+        ),
+    ]
+
+
+def _print_memory(merged: tuple[int, Sample], single: tuple[int, Sample]) -> None:
+    print()
+    print(
+        f"stream {STREAM_ITEMS:,} items (no limit, ascending), tracemalloc peak of the Python "
+        f"heap (all threads), median of {MEMORY_REPEATS} run(s)"
+    )
+    header = (
+        f"{'shards':>6}  {'variant':<20}{'peak MiB':>9}{'/base':>7}{'wall ms':>9}"
+        f"{'requests':>9}{'items read':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    base = single[0]
+    for shards, name, (peak, s) in (
+        ("-", "single partition", single),
+        (str(TARGET_SHARDS), "merged", merged),
+    ):
+        print(
+            f"{shards:>6}  {name:<20}{peak / 2**20:>9.1f}{peak / base:>7.2f}"
+            f"{s.wall * 1e3:>9.0f}{s.requests:>9}{s.items_read:>11}"
+        )
+    print("(wall times under tracemalloc are slowed by it; compare them only with each other)")
+
+
+def _print_targets(targets: Sequence[Target]) -> None:
+    print()
+    print(f"targets at {TARGET_SHARDS} shards (for humans: a FAIL does not fail `make bench`)")
+    for t in targets:
+        bound = f"{'≤' if t.at_most else '≥'} {t.limit:g}"
+        verdict = "PASS" if t.passed else "FAIL"
+        print(f"  {t.text:<50} {t.measured:>7.2f}  (target {bound:<6}) {verdict}")
+
+
+# -- main -----------------------------------------------------------------------------
+
+
+def main() -> None:
+    """Start dynalite, load every layout once, measure, print, stop dynalite."""
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    layouts = []
+    for shards in SHARDS:
+        sharded = _sharded_model(shards)
+        workers = min(shards, _pool(sharded))
+        layouts.append(_Layout(shards, sharded, _plain_model(sharded), workers))
+    stream = next(layout for layout in layouts if layout.shards == TARGET_SHARDS)
+    stream_model, stream_kwargs = stream.sharded, _merged_kwargs(stream.sharded, stream.threads)
+    models: list[type[Model]] = [Single]
+    for layout in layouts:
+        models += [layout.sharded, layout.plain]
+    wire = _Wire(LATENCY)
+    with dynalite() as url:
+        bind_models(models, host=url, **CREDENTIALS)
+        create_tables([Single, *(layout.sharded for layout in layouts)])
+        for model in models:
+            wire.attach(model)
+        jobs: list[tuple[type[Model], str, int]] = [
+            (Single, STREAM_KEY, STREAM_ITEMS),
+            (stream_model, STREAM_KEY, STREAM_ITEMS),
+            (Single, KEY, ITEMS),
+            *((layout.sharded, KEY, ITEMS) for layout in layouts),
+        ]
+        _load_all(jobs)
+        loaded = time.perf_counter() - started
+
+        newest = [EPOCH + n for n in range(ITEMS - 1, ITEMS - 1 - LATEST, -1)]
+        latest = _measure(wire, _variants(layouts, LATEST, forward=False), newest)
+        everything = [EPOCH + n for n in range(ITEMS)]
+        full = _measure(wire, _variants(layouts, None, forward=True), everything)
+        merged_memory = _peak_memory(wire, stream_model, stream_kwargs, MEMORY_REPEATS)
+        single_memory = _peak_memory(wire, Single, {}, MEMORY_REPEATS)
+
+    threads = ", ".join(f"{layout.shards}: {layout.threads}" for layout in layouts)
+    merged_threads = "parallelism=" if stream_kwargs else "its own default; ignored: "
+    print(
+        f"merged query: dynalite, {LATENCY * 1e3:g} ms slept before every request, "
+        f"{ITEMS:,} items of one key, median of {REPEATS} runs\n"
+        f"threads (shards: threads, the smaller of shards and the sharded model's "
+        f"max_pool_connections) for the thread pool and the merged query ({merged_threads}"
+        f"threads): {threads}"
+    )
+    _print_table(
+        f"latest {LATEST} (limit={LATEST}, scan_index_forward=False): ratios against the "
+        "single partition",
+        latest,
+    )
+    _print_table(f"read all {ITEMS:,} (ascending): ratios against the single partition", full)
+    _print_memory(merged_memory, single_memory)
+    _print_targets(_targets(latest, full, (merged_memory[0], single_memory[0])))
+    total = time.perf_counter() - started
+    print(
+        f"\nquery bench: {total:.0f} s ({loaded:.0f} s starting dynalite and loading data); "
+        f"1-minute load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        f"on {os.cpu_count()} CPUs (other processes make the times noisier)"
+    )
+
+
+if __name__ == "__main__":
+    main()
