@@ -11,9 +11,11 @@ logical key. Compares, per workload (the newest 100; all 10,000):
   after another, then a sort (the public guides' way);
 * ``thread pool + sort``: the same per-shard queries on a thread pool, then a sort.
 
-Requests and items read are counted by a botocore ``after-call`` hook on every client,
-the same way for every variant. Prints one table per workload and the targets of the
-merged query with PASS or FAIL; a FAIL does not fail the run, an error does.
+Also streams 100,000 items of one key from 16 shards and from one partition under
+tracemalloc, for the peak Python heap of each. Requests and items read are counted by a
+botocore ``after-call`` hook on every client, the same way for every variant. Prints one
+table per workload and the merged query's targets with PASS or FAIL; a FAIL does not fail
+the run, an error does. Data is loaded once, without the injected latency.
 """
 
 from __future__ import annotations
@@ -121,8 +123,12 @@ class _Layout(NamedTuple):
 
 
 class _Wire:
-    """botocore hooks on each model's client: a sleep before every request (when on),
-    and a count of Query calls and of the items DynamoDB returned to them."""
+    """botocore hooks on each model's client: injected latency and uniform counting.
+
+    While ``delayed``, every request sleeps ``latency`` seconds before it is sent (in its
+    own thread, like a round trip). Every Query response adds one request and its
+    ``Count`` items read, whichever code sent it.
+    """
 
     def __init__(self, latency: float) -> None:
         self.latency = latency
@@ -542,14 +548,15 @@ def main() -> None:
         merged_memory = _peak_memory(wire, stream_model, stream_kwargs, MEMORY_REPEATS)
         single_memory = _peak_memory(wire, Single, {}, MEMORY_REPEATS)
 
-    threads = ", ".join(f"{layout.shards}: {layout.threads}" for layout in layouts)
-    merged_threads = "parallelism=" if stream_kwargs else "its own default; ignored: "
+    threads = ", ".join(f"{layout.threads} for {layout.shards}" for layout in layouts)
+    merged = (
+        "the same, as parallelism=" if stream_kwargs else "its own (query() has no parallelism)"
+    )
     print(
-        f"merged query: dynalite, {LATENCY * 1e3:g} ms slept before every request, "
+        f"merged query on dynalite, {LATENCY * 1e3:g} ms slept before every request, "
         f"{ITEMS:,} items of one key, median of {REPEATS} runs\n"
-        f"threads (shards: threads, the smaller of shards and the sharded model's "
-        f"max_pool_connections) for the thread pool and the merged query ({merged_threads}"
-        f"threads): {threads}"
+        f"thread pool threads (the smaller of shards and the sharded model's "
+        f"max_pool_connections): {threads} shards; merged query's threads: {merged}"
     )
     _print_table(
         f"latest {LATEST} (limit={LATEST}, scan_index_forward=False): ratios against the "
