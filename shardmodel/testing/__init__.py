@@ -1,16 +1,46 @@
 """shardmodel.testing: prove sharding in your own tests on in-process moto.
 
 Importing this package has no side effects; the pytest plugin (registered under the
-``pytest11`` entry point as ``shardmodel``) provides the fixtures.
+``pytest11`` entry point as ``shardmodel``) provides the fixtures ``moto_dynamodb``,
+``dynamodb_tables``, ``sim_clock`` and ``capacity_simulator``.
 """
 
 from shardmodel.testing.backend import FAKE_CREDENTIALS, mock_dynamodb
+from shardmodel.testing.capacity import (
+    CapacityLimits,
+    PartitionId,
+    PartitionUsage,
+    Throttle,
+)
+from shardmodel.testing.clock import Clock, SimulatedClock
+from shardmodel.testing.faults import FAULT_KINDS, Faults, Latency
+from shardmodel.testing.load import LoadResult, run_load
+from shardmodel.testing.simulator import CapacitySimulator, SimulatorError, throttling_reasons
+from shardmodel.testing.sizing import attribute_value_size, item_size, read_units, write_units
 from shardmodel.testing.tables import bind_models, create_tables, drop_tables
 
 __all__ = [
     "FAKE_CREDENTIALS",
+    "FAULT_KINDS",
+    "CapacityLimits",
+    "CapacitySimulator",
+    "Clock",
+    "Faults",
+    "Latency",
+    "LoadResult",
+    "PartitionId",
+    "PartitionUsage",
+    "SimulatedClock",
+    "SimulatorError",
+    "Throttle",
+    "attribute_value_size",
     "bind_models",
     "create_tables",
     "drop_tables",
+    "item_size",
     "mock_dynamodb",
+    "read_units",
+    "run_load",
+    "throttling_reasons",
+    "write_units",
 ]

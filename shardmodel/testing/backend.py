@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from shardmodel.testing._wire import ANSWERED_URL
 
 __all__ = ["FAKE_CREDENTIALS", "mock_dynamodb"]
 
@@ -22,11 +25,22 @@ FAKE_CREDENTIALS: dict[str, str] = {
 def mock_dynamodb() -> Iterator[None]:
     """Run the block against in-process moto, with fake credentials set and then restored."""
     from moto import mock_aws
+    from moto.core.config import DefaultConfig
 
+    # the capacity simulator points the requests it answers itself at this address;
+    # listing it lets moto's handler skip them at once instead of matching every service
+    config: DefaultConfig = {
+        "core": {
+            "mock_credentials": True,
+            "passthrough": {"urls": [re.escape(ANSWERED_URL) + ".*"], "services": []},
+            "reset_boto3_session": True,
+            "service_whitelist": None,
+        }
+    }
     saved = {name: os.environ.get(name) for name in FAKE_CREDENTIALS}
     os.environ.update(FAKE_CREDENTIALS)
     try:
-        with mock_aws():
+        with mock_aws(config=config):
             yield
     finally:
         for name, value in saved.items():

@@ -1,0 +1,1 @@
+"""Tests of shardmodel.testing: the pytest plugin, the capacity simulator, faults."""
