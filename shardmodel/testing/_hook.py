@@ -53,6 +53,7 @@ class Plan:
     slots: tuple[tuple[str, int], ...] = ()
     consistent: bool = False
     table: str = ""
+    strong_tables: frozenset[str] = frozenset()  # BatchGetItem: tables read consistently
 
 
 @define
@@ -312,7 +313,10 @@ class Hook:
                 for position, key in enumerate(spec["Keys"]):
                     charges.append(Charge(self.partition(table, None, key), units))
                     slots.append((table, position))
-            return Plan(operation, "read", tuple(charges), tuple(slots))
+            strong = frozenset(
+                t for t, spec in body["RequestItems"].items() if spec.get("ConsistentRead")
+            )
+            return Plan(operation, "read", tuple(charges), tuple(slots), strong_tables=strong)
         if operation in ("TransactWriteItems", "TransactGetItems"):
             reading = operation == "TransactGetItems"
             charges = []

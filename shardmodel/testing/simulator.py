@@ -511,6 +511,7 @@ class CapacitySimulator:
                 "read",
                 tuple(c for c, k in zip(plan.charges, keep, strict=True) if k),
                 tuple(s for s, k in zip(plan.slots, keep, strict=True) if k),
+                strong_tables=plan.strong_tables,
             )
             self._settle_reads(hook, kept_plan, {"Responses": responses}, now)
         return _wire.response(
@@ -543,7 +544,8 @@ class CapacitySimulator:
             for table, items in parsed.get("Responses", {}).items():
                 for item in items:
                     part = hook.partition(table, None, item)
-                    actual[part] += read_units(item_size(item), plan.consistent)
+                    strong = table in plan.strong_tables
+                    actual[part] += read_units(item_size(item), strong)
         elif operation == "TransactGetItems":
             for charge, entry in zip(plan.charges, parsed.get("Responses", []), strict=False):
                 size = item_size(entry.get("Item") or {})
