@@ -1,0 +1,174 @@
+"""How the simulator hooks a client: simulated back-off, reasons, detaching, the plugin."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+import botocore.session
+import pytest
+from botocore.config import Config
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import PutError
+from pynamodb.models import Model
+
+import shardmodel.testing
+from shardmodel.testing import (
+    CapacityLimits,
+    CapacitySimulator,
+    SimulatedClock,
+    SimulatorError,
+    run_load,
+    throttling_reasons,
+)
+
+
+class Note(Model):
+    """A plain PynamoDB model."""
+
+    class Meta:
+        table_name = "sim-notes"
+        region = "us-east-1"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = NumberAttribute(range_key=True)
+
+
+def test_a_single_client_spends_back_off_on_the_simulated_clock(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+    sim_clock: SimulatedClock,
+) -> None:
+    """A throttled save is retried by botocore after a back-off that moves the clock, not time.
+
+    One WCU per second: the second save in a second is refused, waits on the simulated
+    clock into a later second, and is then admitted.
+    """
+    dynamodb_tables(Note)
+    sim = capacity_simulator(Note, limits=CapacityLimits(partition_wcu=1), concurrent=False)
+    started = time.perf_counter()
+
+    for n in range(3):
+        Note(pk="a", sk=n).save()
+
+    assert time.perf_counter() - started < 1.0  # botocore would have slept seconds
+    assert sim.throttles["TableWriteKeyRangeThroughputExceeded"] >= 2
+    assert sim_clock.now() == pytest.approx(sim.backoff_seconds)
+    assert sim_clock.now() >= 2.0  # three seconds' capacity: the clock reached the third
+    assert Note.count("a") == 3
+
+
+def test_concurrent_calls_retry_on_their_own_timelines(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+    sim_clock: SimulatedClock,
+) -> None:
+    """With many simulated clients, a call's back-off does not move the shared clock."""
+    dynamodb_tables(Note)
+    sim = capacity_simulator(Note, limits=CapacityLimits(partition_wcu=1))
+
+    Note(pk="a", sk=0).save()
+    Note(pk="a", sk=1).save()  # refused now, admitted at its own later time
+
+    assert sim_clock.now() == 0.0
+    assert sim.backoff_seconds > 0
+    assert Note.count("a") == 2
+
+
+def test_throttling_reasons_tell_a_hot_partition_from_the_table_limit(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+    sim_clock: SimulatedClock,
+) -> None:
+    """PynamoDB's PutError carries DynamoDB's ThrottlingReasons: key range or table."""
+    dynamodb_tables(Note)
+    hot = capacity_simulator(Note, limits=CapacityLimits(partition_wcu=5))
+    with pytest.raises(PutError) as partition_error:
+        for n in range(200):
+            Note(pk="hot", sk=n).save()
+    hot.detach()
+
+    capacity_simulator(Note, limits=CapacityLimits(table_wcu=5))
+    with pytest.raises(PutError) as table_error:
+        for n in range(200):
+            Note(pk=f"cold-{n}", sk=n).save()
+
+    assert throttling_reasons(partition_error.value) == ("TableWriteKeyRangeThroughputExceeded",)
+    assert throttling_reasons(table_error.value) == ("TableWriteProvisionedThroughputExceeded",)
+    assert throttling_reasons(ValueError("not a throttle")) == ()
+
+
+def test_the_same_seed_gives_the_same_numbers(
+    dynamodb_tables: Callable[..., None],
+) -> None:
+    """Two runs of one load with one seed throttle exactly the same requests."""
+    dynamodb_tables(Note)
+
+    def run(table_key: str) -> tuple[int, float]:
+        clock = SimulatedClock()
+        with CapacitySimulator(clock=clock, limits=CapacityLimits(partition_wcu=50), seed=7) as sim:
+            sim.attach(Note)
+            result = run_load(clock, 100, 3, lambda n: Note(pk=table_key, sk=n).save())
+            return result.failures, sim.backoff_seconds
+
+    first, second = run("run-1"), run("run-2")
+    assert first == second
+    assert first[0] > 0
+
+
+def test_detaching_restores_the_client(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+) -> None:
+    """After detach the client sends straight to moto again and nothing is counted."""
+    dynamodb_tables(Note)
+    sim = capacity_simulator(Note, limits=CapacityLimits(partition_wcu=1))
+    Note(pk="a", sk=0).save()
+    sim.detach()
+    attempts = sim.attempts
+
+    for n in range(1, 4):
+        Note(pk="a", sk=n).save()
+
+    assert sim.attempts == attempts
+    assert Note.count("a") == 4
+
+
+def test_other_retry_modes_are_refused_with_the_fix(moto_dynamodb: None) -> None:
+    """Legacy retry mode sleeps in ways the simulator cannot drive: attaching says what to set."""
+    client = botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", config=Config(retries={"mode": "legacy"})
+    )
+    with pytest.raises(SimulatorError, match="standard"):
+        CapacitySimulator().attach_client(client)
+
+
+def test_the_report_names_the_hot_partition(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+) -> None:
+    """The text report lists the busiest partition first, with its throttles."""
+    dynamodb_tables(Note)
+    sim = capacity_simulator(Note, limits=CapacityLimits(partition_wcu=2))
+    for n in range(5):
+        Note(pk=f"cold-{n}", sk=n).save()
+    for n in range(5):
+        with contextlib.suppress(PutError):
+            Note(pk="busy", sk=n).save()
+
+    first_row = sim.report().splitlines()[1]
+    assert first_row.split()[:2] == ["sim-notes", "busy"]
+
+
+def test_the_plugin_is_registered_and_the_api_is_listed() -> None:
+    """The pytest11 entry point names the plugin; __all__ lists exactly the public names."""
+    plugins = {ep.name: ep.value for ep in entry_points(group="pytest11")}
+    assert plugins.get("shardmodel") == "shardmodel.testing.plugin"
+    public = {
+        name
+        for name, value in vars(shardmodel.testing).items()
+        if not name.startswith("_") and not isinstance(value, type(shardmodel.testing))
+    }
+    assert set(shardmodel.testing.__all__) == public
