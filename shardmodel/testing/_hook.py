@@ -94,6 +94,7 @@ class Hook:
         self._schemas: dict[str, Schema] = {}
         self._buffered: list[tuple[str, Mapping[str, Any]]] = []
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         retries = client.meta.config.retries or {}
         mode = retries.get("mode")
         if mode != "standard":
@@ -217,6 +218,11 @@ class Hook:
 
     def flush(self) -> None:
         """Store the buffered puts, 25 to a BatchWriteItem, the last put of a key winning."""
+        # held to the end: a concurrent call (a fanned-out query) waits until all is stored
+        with self._flush_lock:
+            self._flush()
+
+    def _flush(self) -> None:
         with self._lock:
             pending, self._buffered = self._buffered, []
         if not pending:
