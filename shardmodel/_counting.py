@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -20,6 +22,7 @@ from shardmodel.counters import (
     token_shard,
 )
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
+from shardmodel.retry import is_throttle, is_transient, is_unsent
 
 __all__ = ["Counting"]
 
@@ -79,8 +82,12 @@ class Counting(PointReads):
         actions = [attributes[name].add(value) for name, value in increments.items()]
         if token is None:
             physical = candidates[cls._sharded().rng.randrange(len(candidates))]
-            cls._get_connection().update_item(
-                physical, actions=actions, **cls._counter_key(hash_key, range_key)
+            key = cls._counter_key(hash_key, range_key)
+            # past botocore's own retries, resend only what surely was not applied: an
+            # untokened ADD applied twice would count twice
+            cls._resend(
+                lambda: cls._get_connection().update_item(physical, actions=actions, **key),
+                lambda error: is_throttle(error) or is_unsent(error),
             )
             return
         physical = candidates[token_shard(token, len(candidates))]
@@ -93,21 +100,40 @@ class Counting(PointReads):
         for _ in range(TOKEN_RACE_RETRIES):
             window = cls._token_window().current()
             for extra, condition in token_attempts(token, window):
+                update = functools.partial(
+                    connection.update_item,
+                    physical,
+                    actions=[*actions, *extra],
+                    condition=condition,
+                    **key,
+                )
                 try:
-                    connection.update_item(
-                        physical, actions=[*actions, *extra], condition=condition, **key
-                    )
+                    # idempotent: a resend that was applied fails its condition
+                    cls._resend(update, is_transient)
                     return
                 except Exception as error:
                     if not is_condition_failure(error):
                         raise
-            stored = connection.get_item(physical, consistent_read=True, **key).get("Item")
+            stored = cls._resend(
+                lambda: connection.get_item(physical, consistent_read=True, **key), is_transient
+            ).get("Item")
             if token_recorded(stored, token):
                 return  # counted before: a retry after a lost response
         raise UnsupportedOperationError(
             f"{cls.__name__}.add(token={token!r}): concurrent writers kept rotating the "
             "token window; retry the call (it is idempotent)"
         )
+
+    @classmethod
+    def _resend(cls, call: Callable[[], Any], safe: Callable[[Exception], bool]) -> Any:
+        """Call, resending with backoff (``Meta.shard_backoff``) while failures are safe."""
+        waits = cls._backoff().waits()
+        while True:
+            try:
+                return call()
+            except Exception as error:
+                if not safe(error) or next(waits, None) is None:
+                    raise
 
     # -- cheap reads ------------------------------------------------------------------
 

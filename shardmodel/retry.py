@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 from attrs import field, frozen
 
-__all__ = ["Backoff"]
+__all__ = ["Backoff", "is_throttle", "is_transient", "is_unsent"]
 
 
 @frozen
@@ -39,3 +39,51 @@ class Backoff:
         for number, delay in enumerate(self.delays(), start=1):
             self.sleep(delay)
             yield number
+
+
+#: Error codes of requests DynamoDB rejected for capacity: nothing was applied.
+THROTTLE_CODES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+)
+#: Error codes of failures that may or may not have applied the request.
+TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
+
+
+def _cause(error: BaseException) -> BaseException:
+    return getattr(error, "cause", None) or error
+
+
+def _code(error: BaseException) -> str | None:
+    response = getattr(_cause(error), "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        return str(code) if code is not None else None
+    return None
+
+
+def is_throttle(error: BaseException) -> bool:
+    """The request was refused for capacity, so nothing was applied: safe to resend."""
+    return _code(error) in THROTTLE_CODES
+
+
+def is_unsent(error: BaseException) -> bool:
+    """The connection failed before the request was sent: safe to resend."""
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
+
+    return isinstance(_cause(error), EndpointConnectionError | ConnectTimeoutError)
+
+
+def is_transient(error: BaseException) -> bool:
+    """A failure after which the request may or may not have been applied.
+
+    Resending is safe only for idempotent requests.
+    """
+    from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
+
+    cause = _cause(error)
+    return (
+        _code(error) in TRANSIENT_CODES
+        or isinstance(cause, ReadTimeoutError | ConnectionClosedError)
+        or is_unsent(error)
+        or is_throttle(error)
+    )
