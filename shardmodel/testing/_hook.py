@@ -30,6 +30,9 @@ STATE = "shardmodel.testing.call"
 _RETRY_ID = "retry-config-dynamodb"
 _EQUALS = re.compile(r"([#\w.\-]+|:\w+)\s*=\s*([#\w.\-]+|:\w+)")
 _BATCH_LIMIT = 25
+#: Held while moto executes one request. DynamoDB applies each request atomically; moto,
+#: called from many threads at once, does not (concurrent ADDs lose increments).
+SERVER_LOCK = threading.RLock()
 
 
 class SimulatorError(ShardModelError, RuntimeError):
@@ -67,6 +70,8 @@ class Call:
     preset: tuple[Any] | None = None
     # the answer to a put stored in the write buffer
     buffered: dict[str, Any] | None = None
+    # this attempt holds SERVER_LOCK until its response is received
+    holding: bool = False
 
 
 @define
@@ -145,6 +150,7 @@ class Hook:
             "before-call.dynamodb.PutItem", self.before_call, unique_id=tag + "-call"
         )
         events.register("response-received.dynamodb", self.on_response, unique_id=tag + "-recv")
+        events.register("after-call-error.dynamodb", self.on_error, unique_id=tag + "-error")
         events.register("after-call.dynamodb", self.release_quota, unique_id=tag + "-quota")
         events.unregister("needs-retry.dynamodb", unique_id=_RETRY_ID)
         events.register("needs-retry.dynamodb", self.needs_retry, unique_id=_RETRY_ID)
@@ -157,6 +163,7 @@ class Hook:
         events.unregister("before-send.dynamodb", unique_id=tag + "-send")
         events.unregister("before-call.dynamodb.PutItem", unique_id=tag + "-call")
         events.unregister("response-received.dynamodb", unique_id=tag + "-recv")
+        events.unregister("after-call-error.dynamodb", unique_id=tag + "-error")
         events.unregister("after-call.dynamodb", unique_id=tag + "-quota")
         events.unregister("needs-retry.dynamodb", unique_id=_RETRY_ID)
         standard.register_retry_handler(self.client, max_attempts=self.max_attempts)
@@ -180,10 +187,15 @@ class Hook:
                 )
             return self._shadow
 
+    def server(self, operation: str, **params: Any) -> Any:
+        """Run one request on the side client, atomically with the simulated clients'."""
+        with SERVER_LOCK:
+            return getattr(self.shadow, operation)(**params)
+
     def schema(self, table: str) -> Schema:
         found = self._schemas.get(table)
         if found is None:
-            description = self.shadow.describe_table(TableName=table)["Table"]
+            description = self.server("describe_table", TableName=table)["Table"]
             hash_key = next(
                 k["AttributeName"] for k in description["KeySchema"] if k["KeyType"] == "HASH"
             )
@@ -244,7 +256,7 @@ class Hook:
             for table, request in requests[start : start + _BATCH_LIMIT]:
                 chunk.setdefault(table, []).append(request)
             while chunk:
-                answer = self.shadow.batch_write_item(RequestItems=_wire.from_wire(chunk))
+                answer = self.server("batch_write_item", RequestItems=_wire.from_wire(chunk))
                 chunk = _wire.to_wire(answer.get("UnprocessedItems") or {})
 
     # -- planning: which partitions an attempt charges ------------------------------
@@ -357,9 +369,25 @@ class Hook:
         operation = event_name.rsplit(".", 1)[-1]
         if operation not in _READS and operation not in _WRITES:
             return None
-        return self.simulator._attempt(self, operation, request)
+        outcome = self.simulator._attempt(self, operation, request)
+        call = request.context.get(STATE) if isinstance(request.context, dict) else None
+        if outcome is None and call is not None:
+            SERVER_LOCK.acquire()  # released when the response (or an error) comes back
+            call.holding = True
+        return outcome
+
+    @staticmethod
+    def release(context: Any) -> None:
+        call = context.get(STATE) if isinstance(context, dict) else None
+        if call is not None and call.holding:
+            call.holding = False
+            SERVER_LOCK.release()
+
+    def on_error(self, context: Any = None, **_: Any) -> None:
+        self.release(context)
 
     def on_response(self, context: Any = None, parsed_response: Any = None, **_: Any) -> None:
+        self.release(context)
         call = context.get(STATE) if isinstance(context, dict) else None
         if call is None or call.pending is None:
             return

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from botocore.exceptions import ClientError
 from pynamodb.models import Model
 
 from shardmodel.testing import _wire
@@ -285,7 +286,10 @@ class CapacitySimulator:
         buffering = self.buffer_writes and hook.bufferable(operation, body)
         if not buffering:
             hook.flush()  # whatever this call does, it sees every earlier write
-        plan = hook.plan(operation, body)
+        try:
+            plan = hook.plan(operation, body)
+        except ClientError:
+            plan = None  # no such table: let the server answer with its own error
         if fault is not None and fault not in ("lost_response", "unprocessed"):
             with self._lock:
                 self.injected[fault] += 1
@@ -421,12 +425,12 @@ class CapacitySimulator:
         self, hook: Hook, operation: str, request: Any, body: Mapping[str, Any]
     ) -> Any:
         from botocore import xform_name
-        from botocore.exceptions import ClientError, ReadTimeoutError
+        from botocore.exceptions import ReadTimeoutError
 
         url = request.url
         # a refused write (a failed condition) still reaches the caller as a timeout
         with contextlib.suppress(ClientError):
-            getattr(hook.shadow, xform_name(operation))(**_wire.from_wire(body))
+            hook.server(xform_name(operation), **_wire.from_wire(body))
         raise ReadTimeoutError(endpoint_url=url)
 
     def _batch(
@@ -483,7 +487,7 @@ class CapacitySimulator:
             target = done if kept else rest
             target.setdefault(table, []).append(body["RequestItems"][table][position])
         if done:
-            hook.shadow.batch_write_item(RequestItems=_wire.from_wire(done))
+            hook.server("batch_write_item", RequestItems=_wire.from_wire(done))
         return _wire.response(200, {"UnprocessedItems": rest}, request_id)
 
     def _partial_get(
@@ -504,7 +508,7 @@ class CapacitySimulator:
             entry["Keys"].append(spec["Keys"][position])
         responses: dict[str, Any] = {}
         if done:
-            parsed = hook.shadow.batch_get_item(RequestItems=_wire.from_wire(done))
+            parsed = hook.server("batch_get_item", RequestItems=_wire.from_wire(done))
             responses = parsed.get("Responses", {})
             kept_plan = Plan(
                 "BatchGetItem",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 import time
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -34,6 +36,17 @@ class Note(Model):
 
     pk = UnicodeAttribute(hash_key=True)
     sk = NumberAttribute(range_key=True)
+
+
+class Hits(Model):
+    """A plain PynamoDB counter."""
+
+    class Meta:
+        table_name = "sim-hits"
+        region = "us-east-1"
+
+    name = UnicodeAttribute(hash_key=True)
+    hits = NumberAttribute(default=0)
 
 
 def test_a_single_client_spends_back_off_on_the_simulated_clock(
@@ -172,3 +185,46 @@ def test_the_plugin_is_registered_and_the_api_is_listed() -> None:
         if not name.startswith("_") and not isinstance(value, type(shardmodel.testing))
     }
     assert set(shardmodel.testing.__all__) == public
+
+
+def test_a_missing_table_gets_the_servers_own_error(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+) -> None:
+    """The simulator does not mask a request to a table that does not exist."""
+    dynamodb_tables(Note)
+    capacity_simulator(Note)
+    Note.delete_table()
+
+    with pytest.raises(PutError) as caught:
+        Note(pk="a", sk=1).save()
+
+    assert caught.value.cause_response_code == "ResourceNotFoundException"
+    Note.create_table(wait=True, billing_mode="PAY_PER_REQUEST")  # for the fixture's teardown
+
+
+def test_concurrent_increments_are_atomic_as_on_dynamodb(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+) -> None:
+    """8 threads of ADDs on one item: bare moto can lose some, the simulated server cannot."""
+    dynamodb_tables(Hits)
+    capacity_simulator(Hits, limits=CapacityLimits(partition_wcu=1e9))
+    connection = Hits._get_connection()
+
+    def add() -> None:
+        for _ in range(150):
+            connection.update_item("page", actions=[Hits.hits.add(1)])
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, inside moto's read-modify-write
+    try:
+        threads = [threading.Thread(target=add) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+
+    assert Hits.get("page").hits == 8 * 150
