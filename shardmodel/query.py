@@ -1,6 +1,7 @@
 """The merged query: every shard of one logical key read as one ordered, resumable stream.
 
-Per-shard queries run on a bounded thread pool. Shards whose segments split the sort
+Per-shard queries run on a process-wide thread pool, each query using at most its
+``parallelism`` of it. Shards whose segments split the sort
 order (time buckets on the sort key) form groups read one after another; the shards of
 a group are merged lazily with a k-way heap in DynamoDB's sort order. Memory holds at
 most two pages per shard of the active group.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -30,6 +32,7 @@ __all__ = [
     "count_shards",
     "dynamodb_sort_key",
     "first_page_size",
+    "shared_pool",
 ]
 
 _T = TypeVar("_T")
@@ -37,9 +40,30 @@ _RawItem = dict[str, dict[str, Any]]
 #: fetch(physical key, exclusive start key, page limit) -> a Query response
 Fetch = Callable[[str, RawKey | None, int | None], dict[str, Any]]
 
+#: Worker threads shared by every merged query and count of the process. Each query uses
+#: at most its ``parallelism`` of them; they start on first use and then stay, because
+#: starting a thread waits for the GIL behind the others' work (milliseconds per query).
+SHARED_WORKERS = 64
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def shared_pool() -> ThreadPoolExecutor:
+    """The process-wide worker pool of merged queries (created on first use)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=SHARED_WORKERS, thread_name_prefix="shardmodel-query"
+            )
+        return _pool
+
+
 #: Items a multi-shard query without a limit keeps in flight, over all shards. One parsed
-#: 1 MB page of small items holds several thousand; this keeps a merged read near that.
-DEFAULT_ITEM_BUDGET = 8000
+#: 1 MB page of ~100-byte items holds about 10,000; with two pages per shard in flight
+#: this stays near two such pages (16 shards: 750-item pages).
+DEFAULT_ITEM_BUDGET = 24_000
 
 
 def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], Any]:
@@ -171,7 +195,7 @@ class MergedQuery(Generic[_T]):
             self._groups.append(shards)
         self.shard_count = sum(len(g) for g in self._groups)
         self._workers = max(1, min(parallelism, max((len(g) for g in self._groups), default=1)))
-        self._executor: ThreadPoolExecutor | None = None
+        self._inflight = 0
         self._heap: list[tuple[Any, int, _RawItem, _Shard]] = []
         self._waiting: set[_Shard] = set()
         self._active = -1
@@ -219,23 +243,34 @@ class MergedQuery(Generic[_T]):
             raise
 
     def close(self) -> None:
-        """Stop: cancel pending shard requests and release the worker threads."""
+        """Stop: cancel queued shard requests and wait out the ones already sent.
+
+        Afterwards no thread works for this query; the shared worker threads stay idle
+        for the next one.
+        """
         if self._closed:
             return
         self._closed = True
+        running = []
         for group in self._groups:
             for shard in group:
-                if shard.future is not None:
-                    shard.future.cancel()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+                if shard.future is not None and not shard.future.cancel():
+                    running.append(shard.future)
+                shard.future = None
+        wait(running)
+        self._inflight = 0
         self._waiting.clear()  # the heap stays: the cursor still needs what it holds
 
     def __del__(self) -> None:
-        executor = getattr(self, "_executor", None)
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        for group in getattr(self, "_groups", ()):
+            for shard in group:
+                if shard.future is not None:
+                    shard.future.cancel()
+
+    @property
+    def outstanding(self) -> int:
+        """Shard requests sent or queued and not yet consumed."""
+        return self._inflight
 
     @property
     def last_evaluated_key(self) -> str | None:
@@ -295,25 +330,28 @@ class MergedQuery(Generic[_T]):
     def _schedule(self, shard: _Shard) -> None:
         if shard.future is not None or shard.exhausted or self._closed:
             return
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=self._workers, thread_name_prefix="shardmodel-query"
-            )
+        if self._inflight >= self._workers:
+            return  # at this query's share of the pool; _fill schedules it later
         page = self._page(first=shard.next_start is shard.start and shard.last is None)
-        shard.future = self._executor.submit(self._fetch, shard.key, shard.next_start, page)
+        shard.future = shared_pool().submit(self._fetch, shard.key, shard.next_start, page)
+        self._inflight += 1
 
     def _fill(self) -> None:
         """Wait until every shard the merge needs has delivered, failing fast on errors."""
         while self._waiting:
-            for shard in self._waiting:
+            for shard in list(self._waiting):
                 self._schedule(shard)
             pending = {s.future: s for g in self._groups for s in g if s.future is not None}
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
                 self._absorb(pending[future], future.result())
+            if self._limit is None and self._active >= 0:
+                for shard in self._groups[self._active]:
+                    self._prefetch(shard)
 
     def _absorb(self, shard: _Shard, response: dict[str, Any]) -> None:
         shard.future = None
+        self._inflight -= 1
         items = response.get("Items", [])
         self.requests += 1
         self.items_read += len(items)
@@ -366,9 +404,12 @@ def count_shards(
 
     if len(keys) == 1:
         return count_one(keys[0])
-    workers = max(1, min(parallelism, len(keys)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shardmodel-count") as pool:
-        return sum(pool.map(count_one, keys))
+    total = 0
+    step = max(1, parallelism)
+    for start in range(0, len(keys), step):
+        futures = [shared_pool().submit(count_one, key) for key in keys[start : start + step]]
+        total += sum(future.result() for future in futures)
+    return total
 
 
 class GroupedQuery(Generic[_T]):

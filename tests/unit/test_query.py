@@ -24,6 +24,15 @@ def load(n: int, key: str = "q") -> None:
             )
 
 
+def stray_threads(before: set[threading.Thread]) -> list[str]:
+    """Threads started since ``before`` other than the shared, idle query workers."""
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t not in before and not t.name.startswith("shardmodel-query")
+    ]
+
+
 def timestamps(results: Any) -> list[int]:
     return [e.timestamp for e in results]
 
@@ -125,9 +134,12 @@ def test_bad_cursors_are_refused_clearly() -> None:
 
 
 def test_an_error_in_one_shard_stops_promptly_and_leaves_no_threads() -> None:
-    """One failing shard raises its error; the other shards' work is cancelled."""
+    """One failing shard raises its error; the other shards' work is cancelled.
+
+    Worker threads are a shared pool: no new ones appear and none keeps working.
+    """
     load(200)
-    before = threading.active_count()
+    before = set(threading.enumerate())
     events = RandomEvent._get_connection().connection.client.meta.events
 
     class Boom(RuntimeError):
@@ -141,22 +153,26 @@ def test_an_error_in_one_shard_stops_promptly_and_leaves_no_threads() -> None:
     events.register("before-parameter-build.dynamodb.Query", fail_shard_3)
     try:
         started = time.monotonic()
+        failing = RandomEvent.query("q", page_size=5)
         with pytest.raises(Boom):
-            list(RandomEvent.query("q", page_size=5))
+            list(failing)
         assert time.monotonic() - started < 5
+        assert failing.outstanding == 0  # type: ignore[attr-defined]
     finally:
         events.unregister("before-parameter-build.dynamodb.Query", fail_shard_3)
-    assert threading.active_count() == before
+    assert stray_threads(before) == []
 
 
 def test_closing_early_releases_threads() -> None:
-    """close() after a few items cancels pending pages and stops the workers."""
+    """close() after a few items cancels pending pages; no request is left running."""
     load(100)
-    before = threading.active_count()
+    before = set(threading.enumerate())
     results = RandomEvent.query("q", page_size=3)
     assert [next(results).timestamp for _ in range(3)] == [0, 1, 2]
+    assert results.outstanding > 0  # type: ignore[attr-defined]
     results.close()  # type: ignore[attr-defined]
-    assert threading.active_count() == before
+    assert results.outstanding == 0  # type: ignore[attr-defined]
+    assert stray_threads(before) == []
     with pytest.raises(StopIteration):
         next(results)
 
