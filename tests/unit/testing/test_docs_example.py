@@ -28,7 +28,7 @@ def test_our_peak_of_2500_clicks_a_second_fits(
     capacity_simulator: Callable[..., CapacitySimulator],
     sim_clock: SimulatedClock,
 ) -> None:
-    """At our peak, 2,500 small writes a second for 3 seconds, no click is throttled.
+    """At our peak, 2,500 small writes a second for 2 seconds, no click is throttled.
 
     One partition takes 1,000 WCU/s: four shards give 4,000, so the peak fits with room.
     """
@@ -42,10 +42,10 @@ def test_our_peak_of_2500_clicks_a_second_fits(
     def click(n: int) -> None:
         Click(page_id="home", clicked_at=n, referrer="search").save()
 
-    result = run_load(sim_clock, rate=2500, seconds=3, operation=click)
+    result = run_load(sim_clock, rate=2500, seconds=2, operation=click)
 
     assert result.failures == 0, sim.report()
     assert sim.table_usage("doc-clicks").write_throttles == 0
     busiest = max(u.write_units for u in sim.usage().values())
-    assert busiest / 3 < 1000 * 0.8  # every shard stays under 80% of its partition
-    assert Click.count("home") == 7500
+    assert busiest / 2 < 1000 * 0.8  # every shard stays under 80% of its partition
+    assert Click.count("home") == 5000

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 from pynamodb.transactions import TransactGet
 
@@ -128,3 +129,42 @@ def test_transactional_reads_cost_double(sim: CapacitySimulator) -> None:
             transaction.get(Doc, "a", 2)
 
     assert _read_units(sim, read) == 6.0
+
+
+class ByOwner(GlobalSecondaryIndex["Tagged"]):
+    """Documents by owner."""
+
+    class Meta:
+        index_name = "by-owner"
+        projection = AllProjection()
+
+    owner = UnicodeAttribute(hash_key=True)
+
+
+class Tagged(Model):
+    """A plain model with a global secondary index."""
+
+    class Meta:
+        table_name = "sim-tagged"
+        region = "us-east-1"
+
+    pk = UnicodeAttribute(hash_key=True)
+    owner = UnicodeAttribute()
+    by_owner = ByOwner()
+
+
+def test_an_index_query_is_charged_to_the_index_partition(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+) -> None:
+    """A query on a global index reads the index's partition of the owner, not the table's."""
+    dynamodb_tables(Tagged)
+    sim = capacity_simulator(Tagged)
+    for n in range(3):
+        Tagged(pk=f"doc-{n}", owner="ann").save()
+
+    assert len(list(Tagged.by_owner.query("ann"))) == 3
+
+    index_part = PartitionId("sim-tagged", "by-owner", "ann")
+    assert sim.usage()[index_part].read_units == 0.5  # 3 small items, eventually consistent
+    assert sim.table_usage("sim-tagged").read_units == 0

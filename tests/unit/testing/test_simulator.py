@@ -213,7 +213,7 @@ def test_concurrent_increments_are_atomic_as_on_dynamodb(
     connection = Hits._get_connection()
 
     def add() -> None:
-        for _ in range(150):
+        for _ in range(100):
             connection.update_item("page", actions=[Hits.hits.add(1)])
 
     interval = sys.getswitchinterval()
@@ -227,4 +227,4 @@ def test_concurrent_increments_are_atomic_as_on_dynamodb(
     finally:
         sys.setswitchinterval(interval)
 
-    assert Hits.get("page").hits == 8 * 150
+    assert Hits.get("page").hits == 8 * 100
