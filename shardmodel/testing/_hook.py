@@ -41,6 +41,8 @@ class SimulatorError(ShardModelError, RuntimeError):
 
 @frozen
 class Schema:
+    """A table's key attribute names, from DescribeTable."""
+
     hash_key: str
     range_key: str | None
     global_indexes: Mapping[str, str]

@@ -307,6 +307,7 @@ class CapacitySimulator:
         if fault == "lost_response":
             with self._lock:
                 self.injected[fault] += 1
+            hook.flush()  # the lost write goes straight to the server: after earlier ones
             return self._lose_response(hook, operation, request, body)
         if buffering:
             hook.buffer(body["TableName"], body["Item"])

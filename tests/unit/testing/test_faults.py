@@ -215,3 +215,20 @@ def test_fault_rates_must_be_probabilities() -> None:
         Faults(throttle=1.5)
     with pytest.raises(ValueError, match="negative"):
         Latency(fixed=-1.0)
+
+
+def test_a_lost_put_lands_after_the_buffered_ones(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+) -> None:
+    """With buffered writes, a put whose response is lost still overwrites an earlier put."""
+    dynamodb_tables(Reading)
+    sim = capacity_simulator(Reading, buffer_writes=True)
+    Reading(sensor="s-1", at=1, value="first").save()  # buffered
+    sim.faults = Faults(lost_response=1.0)
+
+    with pytest.raises(PutError):
+        Reading(sensor="s-1", at=1, value="second").save()
+
+    sim.faults = Faults()
+    assert Reading.get("s-1", 1).value == "second"
