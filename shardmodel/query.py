@@ -75,10 +75,18 @@ def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], 
         return lambda item: 0
     name, kind = attribute.attr_name, attribute.attr_type
 
+    if kind == NUMBER:
+
+        def number(item: _RawItem) -> Any:
+            value = item[name][NUMBER]
+            # whole numbers (the common epoch or sequence keys) compare as ints, cheaper
+            # than Decimal and equal in order; ints and Decimals compare with each other
+            return int(value) if value.isdigit() else Decimal(value)
+
+        return number
+
     def key(item: _RawItem) -> Any:
         value = item[name][kind]
-        if kind == NUMBER:
-            return Decimal(value)
         if isinstance(value, str):
             return value.encode("utf-8")
         return bytes(value)

@@ -285,3 +285,21 @@ def test_connection_pool_fits_the_fan_out() -> None:
     assert Chosen.Meta.max_pool_connections == 4
     assert Photo.Meta.max_pool_connections == 20
     assert PlainEvent.Meta.max_pool_connections == 10
+
+
+def test_sort_keys_follow_dynamodb_order() -> None:
+    """Numbers order numerically (ints, decimals, exponents, 38 digits); strings by bytes."""
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+    from shardmodel.query import dynamodb_sort_key
+
+    number = NumberAttribute(attr_name="n")
+    values = ["5", "-3", "10", "2.5", "1e3", "007", "-0.5", "1" * 38, "99999999999999999999.5"]
+    key = dynamodb_sort_key(number)
+    ordered = sorted(values, key=lambda v: key({"n": {"N": v}}))
+    assert ordered == sorted(values, key=float)
+    text = dynamodb_sort_key(UnicodeAttribute(attr_name="s"))
+    words = ["z", "é", "a", "\U0001f600", "\uffff"]
+    assert sorted(words, key=lambda w: text({"s": {"S": w}})) == sorted(
+        words, key=lambda w: w.encode("utf-8")
+    )
