@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
 from pynamodb.constants import NUMBER
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
+from pynamodb.expressions.update import Action
 
 from shardmodel._reads import PointReads
 from shardmodel.counters import (
@@ -179,6 +180,27 @@ class Counting(PointReads):
 
     # -- writes of a counter item's other attributes ------------------------------------
 
+    def _stored_key(self) -> str:
+        """A counter item's updates go to its home shard, where its other attributes live."""
+        if not self._counter_names:
+            return super()._stored_key()
+        logical = self._check_logical(getattr(self, self._sharded().attr_name))
+        return self._home_key(logical, self._range_value())
+
+    def _check_actions(self, actions: Sequence[Action]) -> None:
+        """Besides the key checks, refuse actions on counters: they change only by add()."""
+        super()._check_actions(actions)
+        attributes = self.get_attributes()
+        counters = {attributes[n].attr_name: n for n in self._counter_names}
+        for action in actions:
+            path = action.values[0]
+            if isinstance(path, Path) and path.path and path.path[0] in counters:
+                name = counters[path.path[0]]
+                raise ShardKeyError(
+                    f"{type(self).__name__}.{name} is a counter spread over shards; change it "
+                    f"with {type(self).__name__}.add(key, {name}=amount), not update()"
+                )
+
     def _save_other_attributes(self, condition: Condition | None) -> dict[str, Any]:
         """``save`` on a counter model: set the non-counter attributes on the home shard.
 
@@ -193,7 +215,7 @@ class Counting(PointReads):
                 continue
             value = getattr(self, name)
             actions.append(attr.remove() if value is None else attr.set(value))
-        range_key = getattr(self, self._range_keyname) if self._range_keyname else None
+        range_key = self._range_value()
         logical = getattr(self, self._sharded().attr_name)
         home = self._home_key(logical, range_key)
         if not actions:
@@ -209,7 +231,7 @@ class Counting(PointReads):
 
     def _delete_all_shards(self) -> None:
         """``delete`` on a counter model: every shard item of the logical item goes."""
-        range_key = getattr(self, self._range_keyname) if self._range_keyname else None
+        range_key = self._range_value()
         logical = getattr(self, self._sharded().attr_name)
         connection = self._get_connection()
         key = self._counter_key(logical, range_key)

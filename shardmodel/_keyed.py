@@ -99,11 +99,23 @@ class KeyedModel(Model):
             canonical[name] = str(source.serialize(value))
         return KeyValues(logical_key=logical, values=known, canonical=canonical)
 
-    def _instance_key_values(self) -> KeyValues:
-        attr = self._sharded()
-        logical = self._check_logical(getattr(self, attr.attr_name))
-        names = self._sharded().layout.attributes
-        return self._key_values(logical, {n: getattr(self, n, None) for n in names})
+    def _instance_key_values(self, attr: ShardedKeyAttribute | None = None) -> KeyValues:
+        """What the strategies of ``attr`` (default: the partition key) see of this item."""
+        attr = attr or self._sharded()
+        logical = self._check_logical(getattr(self, self._python_name(attr) or ""), attr)
+        names = attr.layout.attributes
+        return self._key_values(logical, {n: getattr(self, n, None) for n in names}, attr)
+
+    def _range_value(self) -> Any:
+        """This item's sort key value (None on a model without one)."""
+        return getattr(self, self._range_keyname) if self._range_keyname else None
+
+    @staticmethod
+    def _choose_physical(attr: ShardedKeyAttribute, key: KeyValues, existing: str | None) -> str:
+        """The physical value a write uses: the stored one's shard if known, else a new pick."""
+        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+            return attr.layout.repick(key, existing, attr.rng)
+        return attr.layout.pick(key, attr.rng)
 
     @classmethod
     def _candidate_keys(cls, hash_key: Any, range_key: Any = None) -> list[str]:
@@ -120,12 +132,7 @@ class KeyedModel(Model):
     def _write_key(self) -> str:
         """The physical key this instance is written under; chosen once, then kept."""
         attr = self._sharded()
-        key = self._instance_key_values()
-        existing = self._physical_key
-        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
-            physical = attr.layout.repick(key, existing, attr.rng)
-        else:
-            physical = attr.layout.pick(key, attr.rng)
+        physical = self._choose_physical(attr, self._instance_key_values(), self._physical_key)
         self._physical_key = physical
         return physical
 
@@ -134,9 +141,6 @@ class KeyedModel(Model):
         attr = self._sharded()
         key = self._instance_key_values()
         existing = self._physical_key
-        if self._counter_names:
-            range_key = getattr(self, self._range_keyname) if self._range_keyname else None
-            return self._candidate_keys(key.logical_key, range_key)[0]  # the home shard
         if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
             return existing
         if attr.layout.deterministic:
@@ -172,20 +176,12 @@ class KeyedModel(Model):
 
     def _write_index_key(self, attr: ShardedKeyAttribute) -> str | None:
         """The physical value of a sharded index key (None: the item is not in the index)."""
-        name = self._python_name(attr)
-        logical = getattr(self, name) if name is not None else None
-        if logical is None:
+        if getattr(self, self._python_name(attr) or "", None) is None:
             return None
-        logical = self._check_logical(logical, attr)
-        names = attr.layout.attributes
-        key = self._key_values(logical, {n: getattr(self, n, None) for n in names}, attr)
         if self._index_keys is None:
             self._index_keys = {}
         existing = self._index_keys.get(attr.attr_name)
-        if existing is not None and attr.layout.logical_key(existing) == logical:
-            physical = attr.layout.repick(key, existing, attr.rng)
-        else:
-            physical = attr.layout.pick(key, attr.rng)
+        physical = self._choose_physical(attr, self._instance_key_values(attr), existing)
         self._index_keys[attr.attr_name] = physical
         return physical
 
@@ -286,15 +282,6 @@ class KeyedModel(Model):
             guarded.update({attributes[n].attr_name: n for n in attr.layout.attributes})
         for attr in self._index_shard_box:
             guarded[attr.attr_name] = self._python_name(attr) or attr.attr_name
-        counters = {attributes[n].attr_name: n for n in self._counter_names}
-        for action in actions:
-            path = action.values[0]
-            if isinstance(path, Path) and path.path and path.path[0] in counters:
-                name = counters[path.path[0]]
-                raise ShardKeyError(
-                    f"{type(self).__name__}.{name} is a counter spread over shards; change it "
-                    f"with {type(self).__name__}.add(key, {name}=amount), not update()"
-                )
         for action in actions:
             path = action.values[0]
             if isinstance(path, Path) and path.path and path.path[0] in guarded:
@@ -304,6 +291,21 @@ class KeyedModel(Model):
                     "updating it in place would strand the item on the wrong shard; delete() "
                     "the item and save() it with the new value"
                 )
+
+    @classmethod
+    def _with_keys(
+        cls, attributes_to_get: Sequence[str] | None, key_names: Sequence[str] = ()
+    ) -> list[str] | None:
+        """A projection that still returns the key attributes (the physical key is needed).
+
+        ``key_names`` defaults to the table's partition and sort keys.
+        """
+        if attributes_to_get is None:
+            return None
+        if not key_names:
+            attrs = (cls._hash_key_attribute(), cls._range_key_attribute())
+            key_names = [a.attr_name for a in attrs if a is not None]
+        return list(dict.fromkeys([*attributes_to_get, *key_names]))
 
     @classmethod
     def _merge_shards(cls, items: Sequence[_RawItem], home: str) -> _RawItem:

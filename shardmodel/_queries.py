@@ -205,9 +205,7 @@ class Queries(KeyedModel):
             cls._query_attribute(index_name, "range"),
         ]
         key_names = list(dict.fromkeys(a.attr_name for a in key_attrs if a is not None))
-        projection = None
-        if attributes_to_get is not None:
-            projection = list(dict.fromkeys([*attributes_to_get, *key_names]))
+        projection = cls._with_keys(attributes_to_get, key_names)
         fetch = cls._shard_fetcher(
             range_key_condition=range_key_condition,
             filter_condition=filter_condition,

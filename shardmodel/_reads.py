@@ -25,17 +25,6 @@ class PointReads(KeyedModel):
     """Reads by full key: every candidate shard in one BatchGetItem, duplicates reported."""
 
     @classmethod
-    def _with_keys(cls, attributes_to_get: Sequence[str] | None) -> list[str] | None:
-        """A projection that still returns the key attributes (the physical key is needed)."""
-        if attributes_to_get is None:
-            return None
-        names = list(attributes_to_get)
-        for key_attr in (cls._hash_key_attribute(), cls._range_key_attribute()):
-            if key_attr is not None and key_attr.attr_name not in names:
-                names.append(key_attr.attr_name)
-        return names
-
-    @classmethod
     def _fetch_raw(
         cls,
         keys: list[dict[str, Any]],
@@ -184,7 +173,7 @@ class PointReads(KeyedModel):
             super().refresh(consistent_read)
             return
         logical = self._check_logical(getattr(self, attr.attr_name))
-        range_key = getattr(self, self._range_keyname) if self._range_keyname else None
+        range_key = self._range_value()
         candidates = self._candidate_keys(logical, range_key)
         (raw,) = self._resolve([(logical, range_key, candidates)], consistent_read, None)
         if raw is None:

@@ -127,8 +127,10 @@ def aggregate(
     where ``save`` writes them), else from the first shard item.
     """
     base = next((i for i in items if i[hash_name]["S"] == home), items[0])
-    merged = {k: v for k, v in base.items() if k not in TOKEN_ATTRIBUTES}
-    merged = {k: v for k, v in merged.items() if not k.startswith(TOTAL_PREFIX)}
+    bookkeeping = set(TOKEN_ATTRIBUTES)
+    merged = {
+        k: v for k, v in base.items() if k not in bookkeeping and not k.startswith(TOTAL_PREFIX)
+    }
     for name in counters:
         values = [Decimal(i[name][NUMBER]) for i in items if name in i and NUMBER in i[name]]
         if values:

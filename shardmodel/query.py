@@ -150,10 +150,6 @@ class _Shard:
         self.buffer: deque[_RawItem] = deque()
         self.future: Future[dict[str, Any]] | None = None
 
-    @property
-    def finished(self) -> bool:
-        return self.exhausted and not self.buffer and self.future is None
-
 
 class MergedQuery(Generic[_T]):
     """An iterator over the merged shards of one logical key.

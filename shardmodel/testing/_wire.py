@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from io import BytesIO
 from typing import Any
 
@@ -84,8 +84,3 @@ def from_wire(value: Any) -> Any:
     if isinstance(value, list):
         return [from_wire(v) for v in value]
     return value
-
-
-def subset(requests: Sequence[Any], keep: Sequence[bool]) -> list[Any]:
-    """The requests whose ``keep`` flag is set."""
-    return [r for r, k in zip(requests, keep, strict=True) if k]
