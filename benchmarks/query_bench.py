@@ -24,10 +24,7 @@ import gc
 import inspect
 import os
 import random
-import shutil
-import socket
 import statistics
-import subprocess
 import threading
 import time
 import tracemalloc
@@ -41,7 +38,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
-from shardmodel.testing import bind_models, create_tables
+from shardmodel.testing import bind_models, create_tables, dynalite_server
 
 ROOT = Path(__file__).resolve().parents[1]
 DYNALITE = ROOT / "node_modules" / ".bin" / "dynalite"
@@ -169,50 +166,6 @@ class _Wire:
             yield
         finally:
             self.delaying = False
-
-
-# -- dynalite -------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"dynalite exited with code {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"dynalite does not listen on 127.0.0.1:{port} after {timeout} s")
-
-
-@contextmanager
-def dynalite() -> Iterator[str]:
-    """A dynalite server on loopback, in memory, tables active at once; yields its URL."""
-    if not DYNALITE.exists() or shutil.which("node") is None:
-        raise RuntimeError("dynalite is not installed: run `make install` (npm ci) first")
-    port = _free_port()
-    timings = ("--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-    command = [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), *timings]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for_port(port, process, timeout=20)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # -- loading --------------------------------------------------------------------------
@@ -527,7 +480,7 @@ def main() -> None:
     for layout in layouts:
         models += [layout.sharded, layout.plain]
     wire = _Wire(LATENCY)
-    with dynalite() as url:
+    with dynalite_server(DYNALITE) as url:
         bind_models(models, host=url, **CREDENTIALS)
         create_tables([Single, *(layout.sharded for layout in layouts)])
         for model in models:

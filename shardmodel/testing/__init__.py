@@ -15,6 +15,7 @@ from shardmodel.testing.capacity import (
 from shardmodel.testing.clock import Clock, SimulatedClock
 from shardmodel.testing.faults import FAULT_KINDS, Faults, Latency
 from shardmodel.testing.load import LoadResult, run_load
+from shardmodel.testing.servers import dynalite_server, free_port, wait_for_port
 from shardmodel.testing.simulator import CapacitySimulator, SimulatorError, throttling_reasons
 from shardmodel.testing.sizing import attribute_value_size, item_size, read_units, write_units
 from shardmodel.testing.tables import bind_models, create_tables, drop_tables
@@ -37,10 +38,13 @@ __all__ = [
     "bind_models",
     "create_tables",
     "drop_tables",
+    "dynalite_server",
+    "free_port",
     "item_size",
     "mock_dynamodb",
     "read_units",
     "run_load",
     "throttling_reasons",
+    "wait_for_port",
     "write_units",
 ]

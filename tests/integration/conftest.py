@@ -6,16 +6,19 @@ Every integration test runs once against a moto server and once against dynalite
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from shardmodel.testing import bind_models, create_tables, drop_tables
+from shardmodel.testing import (
+    bind_models,
+    create_tables,
+    drop_tables,
+    dynalite_server,
+    free_port,
+    wait_for_port,
+)
 from tests.models import ALL_MODELS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,55 +30,11 @@ CREDENTIALS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"test server exited with code {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
-
-
 @pytest.fixture(scope="session")
 def dynalite_url() -> Iterator[str]:
     """A dynalite server on loopback, in memory, tables active at once."""
-    if not DYNALITE.exists() or shutil.which("node") is None:
-        raise RuntimeError("dynalite is not installed: run `make install` (npm ci) first")
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            str(DYNALITE),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--createTableMs",
-            "0",
-            "--deleteTableMs",
-            "0",
-            "--updateTableMs",
-            "0",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, process, timeout=20)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with dynalite_server(DYNALITE) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
