@@ -7,37 +7,26 @@ DynamoDB does.
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 
 import pytest
 
 from tests.models import PageViews
+from tests.support import run_threads
 
 
-def run_threads(threads: int, per_thread: int, tokens: bool) -> list[BaseException]:
-    errors: list[BaseException] = []
+def add_views(tokens: bool) -> Callable[[int, int], None]:
+    def work(worker: int, n: int) -> None:
+        PageViews.add("hot", views=1, token=f"w{worker}-{n}" if tokens else None)
 
-    def work(worker: int) -> None:
-        try:
-            for n in range(per_thread):
-                token = f"w{worker}-{n}" if tokens else None
-                PageViews.add("hot", views=1, token=token)
-        except BaseException as error:  # reported to the test, not lost in the thread
-            errors.append(error)
-
-    pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    return errors
+    return work
 
 
 def test_eight_threads_reach_exactly_ten_thousand(backend: str) -> None:
     """8 threads x 1,250 increments on one counter sum to exactly 10,000."""
     if backend == "moto":
         pytest.skip("moto applies concurrent updates non-atomically; proven on dynalite")
-    assert run_threads(8, 1250, tokens=False) == []
+    assert run_threads(8, 1250, add_views(tokens=False)) == []
     assert PageViews.get("hot").views == 10_000
 
 
@@ -45,6 +34,6 @@ def test_tokened_increments_under_concurrency(backend: str) -> None:
     """Tokened increments from 8 threads, each sent twice, count exactly once."""
     if backend == "moto":
         pytest.skip("moto applies concurrent conditional updates non-atomically; on dynalite")
-    assert run_threads(8, 60, tokens=True) == []
-    assert run_threads(8, 60, tokens=True) == []  # every token again: no effect
+    assert run_threads(8, 60, add_views(tokens=True)) == []
+    assert run_threads(8, 60, add_views(tokens=True)) == []  # every token again: no effect
     assert PageViews.get("hot").views == 480

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
-from typing import Any
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import UpdateError
@@ -19,6 +17,7 @@ from shardmodel.testing import (
     SimulatedClock,
     run_load,
 )
+from tests.support import run_threads
 
 #: The fault tests drive threads without moving the simulated clock: lift the capacity
 #: limits there so only the injected faults fail requests.
@@ -71,24 +70,6 @@ def test_ten_shards_absorb_5000_increments_a_second(
     assert spread_result.failures == 0
     assert SpreadCounter.get("page").views == RATE
     assert hot_result.calls == RATE
-
-
-def run_threads(threads: int, per_thread: int, work: Callable[[int, int], None]) -> list[Any]:
-    errors: list[Any] = []
-
-    def loop(worker: int) -> None:
-        try:
-            for n in range(per_thread):
-                work(worker, n)
-        except BaseException as error:
-            errors.append(error)
-
-    pool = [threading.Thread(target=loop, args=(w,)) for w in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    return errors
 
 
 def test_faults_cause_retries_but_the_count_is_exact(
