@@ -12,10 +12,20 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import KeyLayout, PhysicalKey
+from shardmodel.metadata import HistoryEntry, ShardMetadata
 from shardmodel.models import ShardedBatchWrite, ShardedModel
 from shardmodel.query import MergedQuery
 from shardmodel.retry import Backoff
-from shardmodel.strategies import HashShards, RandomShards, ShardStrategy, TimeBuckets
+from shardmodel.strategies import (
+    DynamicShards,
+    HashShards,
+    RandomShards,
+    ShardChange,
+    ShardCount,
+    ShardStrategy,
+    TimeBuckets,
+)
+from shardmodel.throttles import throttling_reasons
 
 __version__ = "0.1.0"
 
@@ -24,13 +34,18 @@ __all__ = [
     "CounterAttribute",
     "CursorError",
     "DuplicateItemError",
+    "DynamicShards",
     "HashShards",
+    "HistoryEntry",
     "KeyLayout",
     "MergedQuery",
     "PhysicalKey",
     "RandomShards",
+    "ShardChange",
     "ShardConfigurationError",
+    "ShardCount",
     "ShardKeyError",
+    "ShardMetadata",
     "ShardModelError",
     "ShardStrategy",
     "ShardedBatchWrite",
@@ -41,4 +56,5 @@ __all__ = [
     "UnknownShardError",
     "UnsupportedOperationError",
     "__version__",
+    "throttling_reasons",
 ]

@@ -17,13 +17,12 @@ from shardmodel.counters import (
     TOTAL_PREFIX,
     TokenWindow,
     check_increments,
-    is_condition_failure,
     token_attempts,
     token_recorded,
     token_shard,
 )
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
-from shardmodel.retry import is_throttle, is_transient, is_unsent
+from shardmodel.retry import is_condition_failure, is_throttle, is_transient, is_unsent
 
 __all__ = ["Counting"]
 
@@ -78,21 +77,36 @@ class Counting(PointReads):
         check_increments(cls.__name__, cls._counter_names, increments)
         if token is not None and (not isinstance(token, str) or not token):
             raise ShardKeyError(f"{cls.__name__}.add(token={token!r}): a token is a non-empty str")
-        candidates = cls._candidate_keys(hash_key, range_key)
         attributes = cls.get_attributes()
         actions = [attributes[name].add(value) for name, value in increments.items()]
+        key = cls._counter_key(hash_key, range_key)
         if token is None:
-            physical = candidates[cls._sharded().rng.randrange(len(candidates))]
-            key = cls._counter_key(hash_key, range_key)
-            # past botocore's own retries, resend only what surely was not applied: an
-            # untokened ADD applied twice would count twice
-            cls._resend(
-                lambda: cls._get_connection().update_item(physical, actions=actions, **key),
-                lambda error: is_throttle(error) or is_unsent(error),
+            cls._write_counter(
+                hash_key,
+                range_key,
+                lambda physical: cls._get_connection().update_item(
+                    physical, actions=actions, **key
+                ),
             )
             return
+        if cls._shard_directory is not None:
+            raise UnsupportedOperationError(
+                f"{cls.__name__}.add(token=...): a token is remembered on the shard it hashes "
+                "to among a fixed count, and a DynamicShards count changes; use "
+                "RandomShards(n) for idempotent counters, or add without a token"
+            )
+        candidates = cls._candidate_keys(hash_key, range_key)
         physical = candidates[token_shard(token, len(candidates))]
-        cls._add_once(physical, cls._counter_key(hash_key, range_key), actions, token)
+        cls._add_once(physical, key, actions, token)
+
+    @classmethod
+    def _write_counter(cls, hash_key: Any, range_key: Any, update: Callable[[str], Any]) -> None:
+        """An untokened increment: ``update(physical key)`` on a random shard."""
+        candidates = cls._candidate_keys(hash_key, range_key)
+        physical = candidates[cls._sharded().rng.randrange(len(candidates))]
+        # past botocore's own retries, resend only what surely was not applied: an
+        # untokened ADD applied twice would count twice
+        cls._resend(lambda: update(physical), lambda error: is_throttle(error) or is_unsent(error))
 
     @classmethod
     def _add_once(cls, physical: str, key: dict[str, Any], actions: list[Any], token: str) -> None:

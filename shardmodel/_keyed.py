@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+import attrs
 from pynamodb.attributes import Attribute
 from pynamodb.constants import STRING
 from pynamodb.expressions.condition import Comparison, Condition, In
@@ -27,7 +28,11 @@ from shardmodel.errors import (
 )
 from shardmodel.keys import KeyLayout, PhysicalKey
 from shardmodel.retry import Backoff
-from shardmodel.strategies import KeyValues
+from shardmodel.strategies import DynamicShards, KeyValues, ShardCount
+
+if TYPE_CHECKING:
+    from shardmodel.directory import ShardDirectory
+    from shardmodel.metadata import ShardMetadata
 
 _M = TypeVar("_M", bound="KeyedModel")
 _RawItem = dict[str, dict[str, Any]]
@@ -45,6 +50,10 @@ class KeyedModel(Model):
     # python names of the CounterAttributes (counter models spread one item over shards)
     _counter_names: ClassVar[tuple[str, ...]] = ()
     _index_keys: dict[str, str] | None = None
+    # a DynamicShards partition key's metadata table access (None: counts are fixed)
+    _shard_directory: ClassVar[ShardDirectory | None] = None
+    # per instance: the metadata a fresh pick of a dynamic key used (for growth)
+    _write_counts: ShardMetadata | None = None
 
     # -- the key layout -------------------------------------------------------------
 
@@ -79,8 +88,22 @@ class KeyedModel(Model):
         return value
 
     @classmethod
+    def _read_counts(
+        cls, logical: str, attr: ShardedKeyAttribute | None = None
+    ) -> ShardCount | None:
+        """A dynamic key's counts for a read (None when ``attr``'s counts are fixed)."""
+        directory = cls._shard_directory
+        if directory is None or (attr is not None and attr is not cls._shard_attribute()):
+            return None
+        return directory.for_read(logical)
+
+    @classmethod
     def _key_values(
-        cls, logical: str, values: dict[str, Any], attr: ShardedKeyAttribute | None = None
+        cls,
+        logical: str,
+        values: dict[str, Any],
+        attr: ShardedKeyAttribute | None = None,
+        counts: ShardCount | None = None,
     ) -> KeyValues:
         """Build what the strategies see from python values by attribute name."""
         attributes = cls.get_attributes()
@@ -97,7 +120,7 @@ class KeyedModel(Model):
                 continue
             known[name] = value
             canonical[name] = str(source.serialize(value))
-        return KeyValues(logical_key=logical, values=known, canonical=canonical)
+        return KeyValues(logical_key=logical, values=known, canonical=canonical, shards=counts)
 
     def _instance_key_values(self, attr: ShardedKeyAttribute | None = None) -> KeyValues:
         """What the strategies of ``attr`` (default: the partition key) see of this item."""
@@ -127,12 +150,23 @@ class KeyedModel(Model):
         values: dict[str, Any] = {}
         if cls._range_keyname is not None and range_key is not None:
             values[cls._range_keyname] = range_key
-        return cls._sharded().layout.candidates(cls._key_values(logical, values))
+        counts = cls._read_counts(logical)
+        return cls._sharded().layout.candidates(cls._key_values(logical, values, counts=counts))
 
     def _write_key(self) -> str:
         """The physical key this instance is written under; chosen once, then kept."""
         attr = self._sharded()
-        physical = self._choose_physical(attr, self._instance_key_values(), self._physical_key)
+        key = self._instance_key_values()
+        existing = self._physical_key
+        directory = self._shard_directory
+        if directory is not None and (
+            existing is None or attr.layout.logical_key(existing) != key.logical_key
+        ):
+            seen = self._write_counts
+            if seen is None or seen.logical_key != key.logical_key:
+                seen = self._write_counts = directory.for_write(key.logical_key)
+            key = attrs.evolve(key, shards=seen.count)
+        physical = self._choose_physical(attr, key, existing)
         self._physical_key = physical
         return physical
 
@@ -316,6 +350,14 @@ class KeyedModel(Model):
     def _counter_attr_names(cls) -> list[str]:
         attributes = cls.get_attributes()
         return [attributes[name].attr_name for name in cls._counter_names]
+
+    @classmethod
+    def _shard_number(cls, raw: _RawItem) -> int:
+        """The dynamic shard a stored item of a dynamic key sits on."""
+        attr = cls._sharded()
+        layout = attr.layout
+        position = next(i for i, s in enumerate(layout.strategies) if isinstance(s, DynamicShards))
+        return int(layout.split(raw[attr.attr_name][STRING])[1][position]) - layout.first_shard
 
     @classmethod
     def _python_name(cls, attribute: Attribute[Any] | None) -> str | None:

@@ -31,6 +31,27 @@ from shardmodel.strategies import TimeBounds, TimeBuckets
 _M = TypeVar("_M", bound="Queries")
 
 
+def _seen_by(
+    resume: Cursor | None, sort_key: Callable[[Any], Any], forward: bool
+) -> Callable[[dict[str, Any]], bool] | None:
+    """Items a resumed query already returned: at or before the cursor's last sort key.
+
+    A dynamic key's item can appear on another shard after the cursor was taken (a
+    compaction copied it); like an unsharded query resuming after its
+    ExclusiveStartKey, the resumed query skips what sorts at or before that point.
+    """
+    if resume is None:
+        return None
+    marks = [sort_key(p.start) for p in resume.shards if p.start is not None]
+    if not marks:
+        return None
+    if forward:
+        high = max(marks)
+        return lambda item: bool(sort_key(item) <= high)
+    low = min(marks)
+    return lambda item: bool(sort_key(item) >= low)
+
+
 class Queries(KeyedModel):
     """``query`` and ``count`` over every shard of a logical key."""
 
@@ -89,7 +110,7 @@ class Queries(KeyedModel):
             for strategy in layout.strategies:
                 if isinstance(strategy, TimeBuckets):
                     bounds[strategy.on] = time_range
-        key = cls._key_values(logical, values, attr)
+        key = cls._key_values(logical, values, attr, cls._read_counts(logical, attr))
         per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
         splits = [
             i
@@ -216,29 +237,44 @@ class Queries(KeyedModel):
             scan_index_forward=scan_index_forward,
         )
         counters = bool(cls._counter_names) and index_name is None
+        dynamic = cls._shard_directory is not None and index_name is None
+        sort_key = dynamodb_sort_key(cls._query_attribute(index_name, "range"))
         merged: MergedQuery[Any] = MergedQuery(
             fetch=fetch,
             groups=groups,
-            sort_key=dynamodb_sort_key(cls._query_attribute(index_name, "range")),
+            sort_key=sort_key,
             forward=forward,
-            build=(lambda raw: raw) if counters else cls.from_raw_data,
+            build=(lambda raw: raw) if counters or dynamic else cls.from_raw_data,
             key_names=key_names,
             identity=identity,
             encode=lambda cursor: encode_cursor(cursor, secret),
-            limit=None if counters else limit,
+            limit=None if counters or dynamic else limit,
             page_size=page_size,
             parallelism=cls._parallelism(parallelism),
             resume=resume,
         )
-        if not counters:
+        if not counters and not dynamic:
             return merged
-        return cls._grouped(merged, limit)
+        seen = _seen_by(resume, sort_key, forward) if dynamic else None
+        return cls._grouped(merged, limit, counters, seen)
 
     @classmethod
-    def _grouped(cls: type[_M], merged: MergedQuery[Any], limit: int | None) -> Iterator[_M]:
-        """Counter models: combine each logical item's shard items, adjacent in the merge."""
+    def _grouped(
+        cls: type[_M],
+        merged: MergedQuery[Any],
+        limit: int | None,
+        counters: bool,
+        seen: Callable[[dict[str, Any]], bool] | None,
+    ) -> Iterator[_M]:
+        """One item per logical item from the merge, where one may sit on several shards.
+
+        Counter models keep a share of each item on several shards: the shares are
+        summed. A dynamic key's item sits on two shards while a compaction copies it:
+        the copy on the retired (higher) shard, the one updates still go to, is kept.
+        """
         range_attr = cls._range_key_attribute()
         hash_name = cls._sharded().attr_name
+        layout = cls._sharded().layout
 
         def same(first: dict[str, Any], other: dict[str, Any]) -> bool:
             if range_attr is None:
@@ -247,13 +283,15 @@ class Queries(KeyedModel):
 
         def combine(run: list[dict[str, Any]]) -> dict[str, Any]:
             item = run[0]
+            if not counters:
+                return item if len(run) == 1 else max(run, key=lambda i: cls._shard_number(i))
             range_key = None
             if range_attr is not None:
                 range_key = range_attr.deserialize(item[range_attr.attr_name][range_attr.attr_type])
-            logical = cls._sharded().layout.logical_key(item[hash_name]["S"])
+            logical = layout.logical_key(item[hash_name]["S"])
             return cls._merge_shards(run, cls._candidate_keys(logical, range_key)[0])
 
-        return GroupedQuery(merged, same, combine, cls.from_raw_data, limit)
+        return GroupedQuery(merged, same, combine, cls.from_raw_data, limit, seen)
 
     @classmethod
     def _resume(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 
@@ -75,3 +76,28 @@ def to_utc(name: str, value: Any) -> datetime:
 def bucket_label(moment: datetime, fmt: str) -> str:
     """The label of the bucket holding ``moment`` (already UTC)."""
     return moment.strftime(fmt)
+
+
+class Clock(Protocol):
+    """Epoch seconds and a way to wait: the system clock, or a test's simulated one."""
+
+    def now(self) -> float:
+        """Seconds since the epoch (or a simulated origin)."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``."""
+        ...
+
+
+class SystemClock:
+    """The wall clock: ``time.time`` and ``time.sleep``."""
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))

@@ -17,7 +17,6 @@ from typing import Any
 from attrs import frozen
 from pynamodb.attributes import NumberAttribute
 from pynamodb.constants import NUMBER
-from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.operand import Path
 
 from shardmodel.errors import ShardKeyError
@@ -27,7 +26,6 @@ __all__ = [
     "CounterAttribute",
     "TokenWindow",
     "aggregate",
-    "is_condition_failure",
 ]
 
 
@@ -109,13 +107,6 @@ def token_recorded(item: dict[str, dict[str, Any]] | None, token: str) -> bool:
     if not item:
         return False
     return any(token in item.get(name, {}).get("SS", []) for name in TOKEN_ATTRIBUTES[:2])
-
-
-def is_condition_failure(error: Exception) -> bool:
-    """Whether a PynamoDB update failed on its condition (not on the network)."""
-    return isinstance(error, UpdateError) and error.cause_response_code == (
-        "ConditionalCheckFailedException"
-    )
 
 
 def aggregate(

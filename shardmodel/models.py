@@ -17,17 +17,17 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import GlobalSecondaryIndex
 from pynamodb.models import BatchWrite, MetaModel
 
-from shardmodel._counting import Counting
-from shardmodel._queries import Queries
+from shardmodel._resharding import Resharding
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counters import CounterAttribute
+from shardmodel.directory import ShardDirectory
 from shardmodel.errors import (
     ShardConfigurationError,
     ShardModelError,
     UnsupportedOperationError,
 )
 from shardmodel.keys import KeyLayout
-from shardmodel.strategies import KeyValues, TimeBuckets
+from shardmodel.strategies import DynamicShards, KeyValues, TimeBuckets
 
 __all__ = ["ShardedBatchWrite", "ShardedModel", "ShardedModelMeta"]
 
@@ -66,7 +66,9 @@ def _fan_out(layout: KeyLayout) -> int:
     """How many shards one query of a key reads at once (one time bucket's worth)."""
     count = 1
     for strategy in layout.strategies:
-        if not strategy.ordered:
+        if isinstance(strategy, DynamicShards):
+            count *= strategy.max_shards
+        elif not strategy.ordered:
             count *= len(strategy.query_candidates(KeyValues("x", {}, {}), {}))
     return count
 
@@ -94,6 +96,7 @@ def _configure(cls: Any) -> None:
     for attr in sharded:
         _check_layout(cls, attr, attributes)
     cls._unshard_plan = tuple((a.attr_name, a.layout, bool(a.is_hash_key)) for a in sharded)
+    cls._shard_directory = _directory(cls, sharded)
     counters = tuple(n for n, a in attributes.items() if isinstance(a, CounterAttribute))
     cls._counter_names = counters
     if counters and not cls._shard_box:
@@ -107,6 +110,29 @@ def _configure(cls: Any) -> None:
             f"{cls.__name__}: a counter model cannot have a VersionAttribute "
             f"({cls._version_attribute_name!r}): its item lives on several shards; drop one"
         )
+
+
+def _directory(cls: Any, sharded: list[ShardedKeyAttribute]) -> ShardDirectory | None:
+    """The metadata table access of a DynamicShards partition key (None without one)."""
+    found: ShardDirectory | None = None
+    for attr in sharded:
+        dynamic = [s for s in attr.layout.strategies if isinstance(s, DynamicShards)]
+        if not dynamic:
+            continue
+        if not attr.is_hash_key:
+            raise ShardConfigurationError(
+                f"{cls.__name__}.{attr.attr_name}: DynamicShards grows a key when the table's "
+                "partition throttles, so it shards the table's partition key only; give this "
+                "index key RandomShards(n) or HashShards(n, on=...)"
+            )
+        if len(dynamic) > 1:
+            raise ShardConfigurationError(
+                f"{cls.__name__}.{attr.attr_name}: one DynamicShards per key; remove the others"
+            )
+        if not hasattr(cls, "Meta") or not getattr(cls.Meta, "table_name", None):
+            return None  # an abstract base: its subclasses get their own directory
+        found = ShardDirectory(cls, attr.attr_name, dynamic[0])
+    return found
 
 
 def _check_layout(cls: Any, attr: ShardedKeyAttribute, attributes: dict[str, Any]) -> None:
@@ -158,7 +184,7 @@ class ShardedBatchWrite(BatchWrite[_M]):
         super().delete(del_item)
 
 
-class ShardedModel(Queries, Counting, metaclass=ShardedModelMeta):
+class ShardedModel(Resharding, metaclass=ShardedModelMeta):
     """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
 
     Declare the model as usual; mark the partition key with
@@ -176,10 +202,22 @@ class ShardedModel(Queries, Counting, metaclass=ShardedModelMeta):
         """Save the item; on a counter model, update its other attributes on the home shard."""
         if self._counter_names:
             return self._save_other_attributes(condition)
-        result: dict[str, Any] = super().save(
-            condition, add_version_condition=add_version_condition
-        )
-        return result
+
+        def put() -> dict[str, Any]:
+            result: dict[str, Any] = super(ShardedModel, self).save(
+                condition, add_version_condition=add_version_condition
+            )
+            return result
+
+        if self._shard_directory is not None and self._new_on_shard():
+            return self._save_growing(put)
+        return put()
+
+    def _new_on_shard(self) -> bool:
+        """True when this save picks a shard (no stored item of this key is known)."""
+        existing = self._physical_key
+        logical = getattr(self, self._sharded().attr_name)
+        return existing is None or self._sharded().layout.logical_key(existing) != logical
 
     def get_save_kwargs_from_instance(
         self,

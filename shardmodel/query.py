@@ -421,7 +421,8 @@ class GroupedQuery(Generic[_T]):
 
     Counter models keep one item per shard; merged by sort key, a logical item's shard
     items are adjacent. Each run is combined into one item, ``limit`` counts combined
-    items, and the cursor only ever falls between runs.
+    items, and the cursor only ever falls between runs. Items for which ``seen`` is true
+    (returned before a resumed cursor) are skipped.
     """
 
     def __init__(
@@ -431,8 +432,10 @@ class GroupedQuery(Generic[_T]):
         combine: Callable[[list[_RawItem]], _RawItem],
         build: Callable[[_RawItem], _T],
         limit: int | None,
+        seen: Callable[[_RawItem], bool] | None = None,
     ) -> None:
         self._merged = merged
+        self._seen = seen
         self._same = same
         self._combine = combine
         self._build = build
@@ -447,6 +450,8 @@ class GroupedQuery(Generic[_T]):
             self._merged.close()
             raise StopIteration
         first = next(self._merged)
+        while self._seen is not None and self._seen(first):
+            first = next(self._merged)
         run = [first]
         while True:
             following = self._merged.peek()

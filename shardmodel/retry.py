@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from attrs import field, frozen
 
-__all__ = ["Backoff", "is_throttle", "is_transient", "is_unsent"]
+__all__ = [
+    "Backoff",
+    "attempt_log",
+    "is_condition_failure",
+    "is_throttle",
+    "is_transient",
+    "is_unsent",
+    "surely_unapplied",
+    "watch_attempts",
+]
 
 
 @frozen
@@ -61,6 +73,11 @@ def _code(error: BaseException) -> str | None:
     return None
 
 
+def is_condition_failure(error: BaseException) -> bool:
+    """A PynamoDB write refused by its condition (not by the network or capacity)."""
+    return getattr(error, "cause_response_code", None) == "ConditionalCheckFailedException"
+
+
 def is_throttle(error: BaseException) -> bool:
     """The request was refused for capacity, so nothing was applied: safe to resend."""
     return _code(error) in THROTTLE_CODES
@@ -87,3 +104,53 @@ def is_transient(error: BaseException) -> bool:
         or is_unsent(error)
         or is_throttle(error)
     )
+
+
+# -- what each attempt of a call did --------------------------------------------------
+
+_log = threading.local()
+_OBSERVER_ID = "shardmodel-attempt-log"
+
+
+def watch_attempts(client: Any) -> None:
+    """Let :func:`attempt_log` see every attempt botocore makes on ``client`` (idempotent)."""
+    client.meta.events.register("needs-retry.dynamodb", _observe, unique_id=_OBSERVER_ID)
+
+
+def _observe(response: Any = None, caught_exception: BaseException | None = None, **_: Any) -> None:
+    kinds: list[str] | None = getattr(_log, "kinds", None)
+    if kinds is None:
+        return None
+    if caught_exception is not None:
+        kinds.append("unsent" if is_unsent(caught_exception) else "ambiguous")
+        return None
+    http, parsed = response
+    code = parsed.get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+    if http.status_code < 300:
+        kinds.append("applied")
+    elif code in THROTTLE_CODES or http.status_code < 500:
+        kinds.append("refused")
+    else:
+        kinds.append("ambiguous")
+    return None  # an observer: botocore's own handler decides the retry
+
+
+@contextlib.contextmanager
+def attempt_log() -> Iterator[list[str]]:
+    """Collect the outcome of each attempt of the calls made in this block, this thread.
+
+    Each entry is ``applied``, ``refused`` (throttled or rejected), ``unsent`` (no
+    connection) or ``ambiguous`` (a timeout or 5xx: it may have been applied).
+    """
+    previous = getattr(_log, "kinds", None)
+    kinds: list[str] = []
+    _log.kinds = kinds
+    try:
+        yield kinds
+    finally:
+        _log.kinds = previous
+
+
+def surely_unapplied(kinds: Sequence[str]) -> bool:
+    """True when no attempt in ``kinds`` can have been applied, so resending elsewhere is safe."""
+    return all(kind in ("refused", "unsent") for kind in kinds)

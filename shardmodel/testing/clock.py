@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Protocol
+from collections.abc import Iterator
+
+from shardmodel._time import Clock
 
 __all__ = ["Clock", "SimulatedClock"]
-
-
-class Clock(Protocol):
-    """What the simulator needs from a clock: the time now, and a way to wait."""
-
-    def now(self) -> float:
-        """Seconds since an arbitrary origin."""
-        ...
-
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``."""
-        ...
 
 
 class SimulatedClock:
@@ -26,6 +17,10 @@ class SimulatedClock:
     Thread-safe. Pass ``clock.sleep`` wherever code takes a sleep function (for example
     :class:`shardmodel.Backoff`), so its waits cost simulated, not real, seconds.
 
+    A thread may run on its own timeline (:meth:`timeline`): there ``now`` reads the
+    thread's own time and ``sleep`` advances only it, as for one of many concurrent
+    clients, while the shared time stays where the test put it.
+
     Args:
         start: the time the clock reads first, in seconds.
     """
@@ -33,13 +28,30 @@ class SimulatedClock:
     def __init__(self, start: float = 0.0) -> None:
         self._now = float(start)
         self._lock = threading.Lock()
+        self._local = threading.local()
 
     def __repr__(self) -> str:
         return f"SimulatedClock(now={self._now!r})"
 
     def now(self) -> float:
-        """The simulated time, in seconds."""
-        return self._now
+        """The simulated time, in seconds (the thread's own on a timeline)."""
+        own: float | None = getattr(self._local, "now", None)
+        return self._now if own is None else own
+
+    @property
+    def on_timeline(self) -> bool:
+        """True while the calling thread runs on its own timeline."""
+        return getattr(self._local, "now", None) is not None
+
+    @contextlib.contextmanager
+    def timeline(self, start: float | None = None) -> Iterator[None]:
+        """Run the calling thread on its own timeline from ``start`` (default: now)."""
+        previous = getattr(self._local, "now", None)
+        self._local.now = self.now() if start is None else float(start)
+        try:
+            yield
+        finally:
+            self._local.now = previous
 
     def advance(self, seconds: float) -> float:
         """Move the clock forward by ``seconds`` (not negative); returns the new time."""
@@ -56,5 +68,10 @@ class SimulatedClock:
             return self._now
 
     def sleep(self, seconds: float) -> None:
-        """Advance the clock by ``seconds`` instead of sleeping."""
-        self.advance(max(0.0, seconds))
+        """Advance the clock by ``seconds`` instead of sleeping (on a timeline: its own)."""
+        seconds = max(0.0, seconds)
+        own: float | None = getattr(self._local, "now", None)
+        if own is not None:
+            self._local.now = own + seconds
+            return
+        self.advance(seconds)

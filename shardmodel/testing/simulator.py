@@ -45,6 +45,7 @@ from shardmodel.testing.sizing import (
     items_size,
     read_units,
 )
+from shardmodel.throttles import throttling_reasons
 
 __all__ = ["CapacitySimulator", "SimulatorError", "throttling_reasons"]
 
@@ -56,35 +57,6 @@ _TABLE_MESSAGE = (
     "The level of configured provisioned throughput for the table was exceeded (simulated). "
     "Consider increasing your provisioning level with the UpdateTable API."
 )
-
-
-def throttling_reasons(error: BaseException) -> tuple[str, ...]:
-    """The ``ThrottlingReasons`` of a throttling error, found anywhere in its cause chain.
-
-    Works on botocore's ``ClientError`` and on PynamoDB's errors that wrap it (``PutError``,
-    ``GetError``...). Returns ``()`` when the error carries none.
-    """
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [error]
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        found = getattr(current, "response", None)
-        if isinstance(found, Mapping):
-            reasons = found.get("ThrottlingReasons") or found.get("throttlingReasons")
-            if reasons:
-                return tuple(str(r.get("reason", "")) for r in reasons)
-        cause = getattr(current, "cause", None)
-        stack.extend(
-            [
-                cause if isinstance(cause, BaseException) else None,
-                current.__cause__,
-                current.__context__,
-            ]
-        )
-    return ()
 
 
 class CapacitySimulator:
@@ -238,6 +210,8 @@ class CapacitySimulator:
             self.clock.sleep(seconds)
         elif call is not None:
             call.offset += seconds
+            if getattr(self.clock, "on_timeline", False):
+                self.clock.sleep(seconds)  # the calling thread's own time moves with its call
 
     def _first_attempt(self, hook: Hook, shim: Shim) -> Any:
         """Decide a put's first attempt in before-call; answer it there if it was buffered."""

@@ -1,0 +1,148 @@
+"""The metadata table of dynamic shard counts: its item schema and its PynamoDB model.
+
+One item per logical key, keyed like the main table (same partition key name, type S):
+
+* ``number_of_shards`` (N): the count new writes spread over;
+* ``last_updated`` (N): epoch seconds of the last change;
+* ``shard_history`` (SS): ``"<epoch>:<count>"`` for every count the key has had that
+  may still hold items. Readers read up to the largest count in it.
+
+The schema is a compatibility promise: a table created by hand with it works unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from attrs import field, frozen
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
+from pynamodb.models import Model
+
+from shardmodel.errors import ShardKeyError
+from shardmodel.strategies import ShardCount
+
+__all__ = ["HistoryEntry", "ShardMetadata", "metadata_model"]
+
+
+@frozen(order=True)
+class HistoryEntry:
+    """One ``shard_history`` entry: from ``epoch`` on, the key had ``count`` shards."""
+
+    epoch: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> HistoryEntry:
+        """Read ``"<epoch>:<count>"``; raises :class:`ShardKeyError` naming the bad entry."""
+        epoch, sep, count = text.partition(":")
+        try:
+            entry = cls(int(epoch), int(count))
+        except ValueError:
+            entry = None
+        if not sep or entry is None or entry.count < 1:
+            raise ShardKeyError(
+                f"shard_history entry {text!r} is not '<epoch>:<count>' with a count of at "
+                "least 1; fix the metadata item (e.g. '1700000000:4')"
+            )
+        return entry
+
+    def __str__(self) -> str:
+        return f"{self.epoch}:{self.count}"
+
+
+def _history(entries: Iterable[HistoryEntry]) -> tuple[HistoryEntry, ...]:
+    return tuple(sorted(entries))
+
+
+@frozen
+class ShardMetadata:
+    """One logical key's metadata item, as read.
+
+    Attributes:
+        logical_key: the logical partition key.
+        number_of_shards: the count new writes spread over.
+        last_updated: epoch seconds of the last change (the optimistic-lock value).
+        history: every count that may still hold items, oldest first.
+    """
+
+    logical_key: str
+    number_of_shards: int
+    last_updated: int
+    history: tuple[HistoryEntry, ...] = field(converter=_history)
+
+    @property
+    def readable(self) -> int:
+        """How many shards a read must touch: the largest count the key has had."""
+        return max([self.number_of_shards, *(e.count for e in self.history)])
+
+    @property
+    def count(self) -> ShardCount:
+        """The counts a strategy needs: live for writes, readable for reads."""
+        return ShardCount(live=self.number_of_shards, readable=self.readable)
+
+    @property
+    def grown(self) -> bool:
+        """True once the count changed after the key's metadata was created."""
+        return len(self.history) > 1
+
+    @classmethod
+    def from_item(cls, item: Model) -> ShardMetadata:
+        """Read a metadata model instance (hand-written items included)."""
+        logical = item.key  # type: ignore[attr-defined]
+        count = item.number_of_shards  # type: ignore[attr-defined]
+        if count is None or int(count) < 1:
+            raise ShardKeyError(
+                f"metadata of key {logical!r}: number_of_shards is {count!r}; set it to a "
+                "count of at least 1"
+            )
+        raw_history = item.shard_history or set()  # type: ignore[attr-defined]
+        updated = item.last_updated  # type: ignore[attr-defined]
+        return cls(
+            logical_key=logical,
+            number_of_shards=int(count),
+            last_updated=int(updated or 0),
+            history=[HistoryEntry.parse(text) for text in raw_history],
+        )
+
+
+def metadata_model(name: str, table_name: str, hash_name: str, meta: Any) -> type[Model]:
+    """A PynamoDB model of a metadata table; ``meta`` lends region, host and credentials.
+
+    Args:
+        name: the class name.
+        table_name: the metadata table.
+        hash_name: the main table's partition key name (the metadata key has the same).
+        meta: the main model's ``Meta``.
+    """
+    settings: dict[str, Any] = {
+        "table_name": table_name,
+        "billing_mode": "PAY_PER_REQUEST",
+    }
+    for option in MIRRORED_META:
+        if hasattr(meta, option):
+            settings[option] = getattr(meta, option)
+    namespace: dict[str, Any] = {
+        "Meta": type("Meta", (), settings),
+        "key": UnicodeAttribute(hash_key=True, attr_name=hash_name),
+        "number_of_shards": NumberAttribute(),
+        "last_updated": NumberAttribute(),
+        "shard_history": UnicodeSetAttribute(null=True),
+    }
+    return type(name, (Model,), namespace)
+
+
+#: ``Meta`` options the metadata model copies from the main model (and follows later).
+MIRRORED_META = (
+    "region",
+    "host",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "connect_timeout_seconds",
+    "read_timeout_seconds",
+    "max_retry_attempts",
+    "base_backoff_ms",
+    "max_pool_connections",
+    "extra_headers",
+)
