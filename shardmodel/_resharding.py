@@ -105,9 +105,11 @@ class Resharding(Queries, Counting):
     ) -> _T:
         """Run ``write(metadata, move)``; grow the key and run it again on partition throttles.
 
-        ``move`` is False when the previous attempt may have been applied (a timeout
-        before the final throttle): the write must then go to the same physical key
-        again, or, if it is not idempotent (``resend_unknown`` False), not at all.
+        Throttles fail fast (botocore does not retry them here): the first one may grow
+        the key, and the backoff between resends is this loop's. ``move`` is False when
+        an earlier attempt may have been applied (a timeout before the throttle): the
+        write must then go to the same physical key again, or, if it is not idempotent
+        (``resend_unknown`` False), not at all.
         """
         directory = cls._dynamic()
         watch_attempts(cls._get_connection().connection.client)
@@ -118,7 +120,7 @@ class Resharding(Queries, Counting):
         seen = directory.for_write(logical)
         move = True
         while True:
-            with attempt_log() as kinds:
+            with attempt_log(fail_fast=True) as kinds:
                 try:
                     return write(seen, move)
                 except PynamoDBException as error:

@@ -113,11 +113,20 @@ _OBSERVER_ID = "shardmodel-attempt-log"
 
 
 def watch_attempts(client: Any) -> None:
-    """Let :func:`attempt_log` see every attempt botocore makes on ``client`` (idempotent)."""
-    client.meta.events.register("needs-retry.dynamodb", _observe, unique_id=_OBSERVER_ID)
+    """Let :func:`attempt_log` see every attempt botocore makes on ``client`` (idempotent).
+
+    Registered first, so a fail-fast log stops a throttled call before any retry
+    handler schedules its next attempt.
+    """
+    client.meta.events.register_first("needs-retry.dynamodb", _observe, unique_id=_OBSERVER_ID)
 
 
-def _observe(response: Any = None, caught_exception: BaseException | None = None, **_: Any) -> None:
+def _observe(
+    response: Any = None,
+    caught_exception: BaseException | None = None,
+    operation: Any = None,
+    **_: Any,
+) -> None:
     kinds: list[str] | None = getattr(_log, "kinds", None)
     if kinds is None:
         return None
@@ -130,25 +139,32 @@ def _observe(response: Any = None, caught_exception: BaseException | None = None
         kinds.append("applied")
     elif code in THROTTLE_CODES or http.status_code < 500:
         kinds.append("refused")
+        if code in THROTTLE_CODES and getattr(_log, "fail_fast", False):
+            from botocore.exceptions import ClientError
+
+            # the caller handles throttles itself (it may grow the key): no retry here
+            raise ClientError(parsed, getattr(operation, "name", "Unknown"))
     else:
         kinds.append("ambiguous")
     return None  # an observer: botocore's own handler decides the retry
 
 
 @contextlib.contextmanager
-def attempt_log() -> Iterator[list[str]]:
+def attempt_log(fail_fast: bool = False) -> Iterator[list[str]]:
     """Collect the outcome of each attempt of the calls made in this block, this thread.
 
     Each entry is ``applied``, ``refused`` (throttled or rejected), ``unsent`` (no
-    connection) or ``ambiguous`` (a timeout or 5xx: it may have been applied).
+    connection) or ``ambiguous`` (a timeout or 5xx: it may have been applied). With
+    ``fail_fast``, a throttled attempt raises at once instead of being retried by
+    botocore, so the caller sees the first throttle.
     """
-    previous = getattr(_log, "kinds", None)
+    previous = getattr(_log, "kinds", None), getattr(_log, "fail_fast", False)
     kinds: list[str] = []
-    _log.kinds = kinds
+    _log.kinds, _log.fail_fast = kinds, fail_fast
     try:
         yield kinds
     finally:
-        _log.kinds = previous
+        _log.kinds, _log.fail_fast = previous
 
 
 def surely_unapplied(kinds: Sequence[str]) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 
@@ -43,6 +45,7 @@ def run_load(
     seconds: float,
     operation: Callable[[int], object],
     catch: tuple[type[BaseException], ...] = (PynamoDBException,),
+    threads: int = 1,
 ) -> LoadResult:
     """Call ``operation(n)`` ``rate`` times per simulated second for ``seconds``.
 
@@ -56,15 +59,24 @@ def run_load(
         seconds: how long to drive the load, in simulated seconds.
         operation: called with the call number; raise to report a failure.
         catch: the errors that count as failures (others propagate).
+        threads: how many threads make the calls, as many concurrent clients do. Each
+            call runs on its thread's own timeline (:meth:`SimulatedClock.timeline`)
+            from its start time, so its waits (back-off, jitter) delay only itself.
 
     Returns:
         The counts, for assertions.
     """
     if rate <= 0 or seconds < 0:
         raise ValueError(f"run_load(rate={rate!r}, seconds={seconds!r}): both must be positive")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"run_load(threads={threads!r}): give a positive int")
     start = clock.now()
     errors: Counter[str] = Counter()
     total = round(rate * seconds)
+    if threads > 1:
+        _run_threads(clock, rate, start, total, operation, catch, threads, errors)
+        ended = clock.advance_to(start + seconds)
+        return LoadResult(total, sum(errors.values()), dict(errors), start, ended)
     for number in range(total):
         clock.advance_to(start + number / rate)
         try:
@@ -73,3 +85,43 @@ def run_load(
             errors[type(error).__name__] += 1
     ended = clock.advance_to(start + seconds)
     return LoadResult(total, sum(errors.values()), dict(errors), start, ended)
+
+
+def _run_threads(
+    clock: SimulatedClock,
+    rate: float,
+    start: float,
+    total: int,
+    operation: Callable[[int], object],
+    catch: tuple[type[BaseException], ...],
+    threads: int,
+    errors: Counter[str],
+) -> None:
+    numbers = itertools.count()
+    lock = threading.Lock()
+    crashed: list[BaseException] = []
+
+    def worker() -> None:
+        while not crashed:
+            with lock:
+                number = next(numbers)
+            if number >= total:
+                return
+            when = start + number / rate
+            clock.advance_to(when)
+            with clock.timeline(when):
+                try:
+                    operation(number)
+                except catch as error:
+                    with lock:
+                        errors[type(error).__name__] += 1
+                except BaseException as error:
+                    crashed.append(error)
+
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    if crashed:
+        raise crashed[0]

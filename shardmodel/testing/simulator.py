@@ -83,6 +83,8 @@ class CapacitySimulator:
             batches of 25 before the client's next other request (or :meth:`flush`), so
             a load test pays moto's cost per batch, not per put. Items are not visible
             to other clients until then.
+        reasons: False leaves ``ThrottlingReasons`` out of throttling errors, as older
+            endpoints do (to test a CloudWatch fallback).
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class CapacitySimulator:
         seed: int = 0,
         concurrent: bool = True,
         buffer_writes: bool = False,
+        reasons: bool = True,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SimulatedClock()
         self.ledger = CapacityLedger(limits)
@@ -101,6 +104,7 @@ class CapacitySimulator:
         self.latency = latency or Latency()
         self.concurrent = concurrent
         self.buffer_writes = buffer_writes
+        self.reasons = reasons
         self.rng = random.Random(seed)
         self.backoff_rng = random.Random(seed + 1)
         self._hooks: dict[int, Hook] = {}
@@ -337,12 +341,9 @@ class CapacitySimulator:
             }
             for t in throttles
         ]
+        extra = {"ThrottlingReasons": reasons} if self.reasons else {}
         return _wire.error(
-            400,
-            "ProvisionedThroughputExceededException",
-            message,
-            request_id,
-            ThrottlingReasons=reasons,
+            400, "ProvisionedThroughputExceededException", message, request_id, **extra
         )
 
     def _inject(
@@ -388,12 +389,13 @@ class CapacitySimulator:
         )
         with self._lock:
             self.throttles[reason] += 1
+        extra = {"ThrottlingReasons": [{"reason": reason, "resource": resource}]}
         return _wire.error(
             400,
             "ProvisionedThroughputExceededException",
             _HOT_KEY_MESSAGE,
             request_id,
-            ThrottlingReasons=[{"reason": reason, "resource": resource}],
+            **(extra if self.reasons else {}),
         )
 
     def _lose_response(
