@@ -13,8 +13,10 @@ from pynamodb.models import Model
 
 from shardmodel import (
     CounterAttribute,
+    DynamicShards,
     HashShards,
     RandomShards,
+    ShardChange,
     ShardedKeyAttribute,
     ShardedModel,
     TimeBuckets,
@@ -166,6 +168,40 @@ class Score(ShardedModel):
     points = CounterAttribute(default=0)
 
 
+#: Every shard count change of the dynamic test models, for assertions (tests clear it).
+DYNAMIC_CHANGES: list[ShardChange] = []
+
+
+class DynamicEvent(ShardedModel):
+    """RandomEvent's schema on a dynamic key that grows at once (no cooldown, no jitter)."""
+
+    class Meta:
+        table_name = "dynamic-events"
+        region = "us-east-1"
+
+    user_id = ShardedKeyAttribute(
+        hash_key=True,
+        strategy=DynamicShards(
+            cooldown=0, jitter=0, writer_cache_seconds=0, on_change=DYNAMIC_CHANGES.append
+        ),
+    )
+    timestamp = NumberAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
+class DynamicViews(ShardedModel):
+    """Counters on a dynamic key."""
+
+    class Meta:
+        table_name = "dynamic-views"
+        region = "us-east-1"
+
+    page = ShardedKeyAttribute(
+        hash_key=True, strategy=DynamicShards(cooldown=0, jitter=0, writer_cache_seconds=0)
+    )
+    views = CounterAttribute(default=0)
+
+
 class PlainEvent(Model):
     """An unsharded reference model with RandomEvent's schema."""
 
@@ -188,5 +224,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     Photo,
     PageViews,
     Score,
+    DynamicEvent,
+    DynamicViews,
     PlainEvent,
 )
