@@ -125,10 +125,10 @@ class Resharding(Queries, Counting):
                     return write(seen, move)
                 except PynamoDBException as error:
                     failure: PynamoDBException = error
-                    scope = cls._throttle_scope(error)
+            scope = cls._throttle_scope(failure)  # outside the log: it may call the table
             if scope is None:
                 raise failure
-            move = surely_unapplied(kinds)
+            move = move and surely_unapplied(kinds)  # once maybe applied, stay on that key
             if not move and not resend_unknown:
                 raise failure
             if move and scope == "partition":

@@ -112,8 +112,8 @@ class CloudWatchCapacity:
             Namespace="AWS/DynamoDB",
             MetricName="ConsumedWriteCapacityUnits",
             Dimensions=[{"Name": "TableName", "Value": table}],
-            StartTime=end - timedelta(minutes=5),
-            EndTime=end,
+            StartTime=end - timedelta(minutes=10),
+            EndTime=end + timedelta(minutes=1),  # the current, still open minute too
             Period=60,
             Statistics=["Sum"],
         )
