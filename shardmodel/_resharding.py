@@ -185,11 +185,12 @@ class Resharding(Queries, Counting):
     def compact_shards(cls, hash_key: str, grace: float = 5.0) -> int:
         """Move the items of a key's retired shards into its live shards; returns how many.
 
-        Each item is copied to a live shard, then (after ``grace`` seconds, longer than
-        any read in flight takes) deleted from the retired shard with a condition that it
-        is unchanged. Meanwhile reads see both copies and return one; an item updated in
-        place meanwhile is copied again. Once the retired shards are empty the history
-        is pruned and reads stop touching them.
+        It starts once writers' cached counts from before the shrink have expired
+        (``writer_cache_seconds`` after it). Each item is copied to a live shard, then
+        (after ``grace`` seconds, longer than any read in flight takes) deleted from the
+        retired shard with a condition that it is unchanged. Meanwhile reads see both
+        copies and return one; an item updated in place meanwhile is copied again. Once
+        the retired shards are empty the history is pruned and reads stop touching them.
         """
         directory = cls._dynamic()
         logical = cls._check_logical(hash_key)
@@ -212,21 +213,28 @@ class Resharding(Queries, Counting):
         live = seen.number_of_shards
         retired = [layout.compose(logical, [s]) for s in range(live, seen.readable)]
         targets = [layout.compose(logical, [s]) for s in range(live)]
+        clock = directory.settings.clock
+        # writers may use a cached count from before the shrink for writer_cache_seconds:
+        # read the retired shards only once no writer can still be adding to them
+        settled = seen.last_updated + directory.settings.writer_cache_seconds + 1
+        clock.sleep(max(0.0, settled - clock.now()))
         moved = 0
         pending = [raw for key in retired for raw in cls._all_items(key)]
         for _ in range(COMPACTION_ROUNDS):
-            if not pending:
-                break
             copies = [(raw, cls._copy_to(raw, targets)) for raw in pending]
-            directory.settings.clock.sleep(grace)
+            clock.sleep(grace)
             pending = [raw for raw, target in copies if not cls._delete_if_unchanged(raw, target)]
             moved += len(copies) - len(pending)
             reread = [cls._reread(raw) for raw in pending]
             pending = [raw for raw in reread if raw is not None]
+            if not pending:  # a last look: anything written there meanwhile moves too
+                pending = [raw for key in retired for raw in cls._all_items(key)]
+            if not pending:
+                break
         if pending:
             raise ShardKeyError(
                 f"{cls.__name__}.compact_shards({logical!r}): {len(pending)} items kept "
-                "changing in place on retired shards; run the compaction again"
+                "changing on retired shards; run the compaction again"
             )
         current = directory.lookup(logical, consistent=True)
         while current is not None and current.number_of_shards >= live:

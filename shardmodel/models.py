@@ -191,7 +191,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
     ``ShardedKeyAttribute(hash_key=True, strategy=...)``. Optional ``Meta`` settings:
 
     * ``shard_backoff``: a :class:`~shardmodel.retry.Backoff` for resending a batch
-      call's unprocessed keys and items.
+      call's unprocessed keys and items, and a dynamic key's throttled new writes.
     """
 
     # -- writes -----------------------------------------------------------------------

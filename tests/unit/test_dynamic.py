@@ -496,15 +496,53 @@ def test_an_item_updated_during_compaction_keeps_the_update(
     sleeps: list[float] = []
 
     def update_once(seconds: float) -> None:
-        if not sleeps:
-            retired.update(actions=[Updating.note.set("new")])  # lands on the retired copy
         sleeps.append(seconds)
+        if len(sleeps) == 2:  # the first grace: copied, not yet deleted
+            retired.update(actions=[Updating.note.set("new")])  # lands on the retired copy
 
     monkeypatch.setattr(directory.settings.clock, "sleep", update_once)
     Updating.compact_shards("u", grace=1.0)
-    assert len(sleeps) == 2  # a second round re-copied the updated item
+    assert sleeps[1:] == [1.0, 1.0]  # a second round re-copied the updated item
     assert Updating.get("u", retired.seq).note == "new"
     assert {i["key"]["S"] for i in raw_items(Updating)} == {"u#0"}
+
+
+class CachedWriters(ShardedModel):
+    """Writers that keep a key's count for 5 simulated seconds."""
+
+    class Meta:
+        table_name = "dynamic-cached-writers"
+        region = "us-east-1"
+
+    key = ShardedKeyAttribute(
+        hash_key=True,
+        strategy=DynamicShards(cooldown=0, jitter=0, writer_cache_seconds=5, clock=CLOCK),
+    )
+    seq = NumberAttribute(range_key=True)
+
+
+def test_compaction_waits_out_writers_with_a_count_from_before_the_shrink(
+    dynamodb_tables: Callable[..., None],
+) -> None:
+    """A writer's cached count still names the retired shards for a while: moved too."""
+    dynamodb_tables(CachedWriters)
+    directory = CachedWriters._shard_directory
+    assert directory is not None
+    CachedWriters("w", 0).save()
+    directory.grow("w", directory.lookup("w"))  # type: ignore[arg-type]
+    directory.grow("w", directory.lookup("w"))  # type: ignore[arg-type]
+    before = directory.lookup("w")
+    assert before is not None and before.number_of_shards == 4
+    CachedWriters.shrink_shards("w", 1)
+    directory._writer_cache["w"] = (CLOCK.now(), before)  # another process's stale cache
+    for seq in range(1, 40):  # that writer still spreads over 4
+        CachedWriters("w", seq).save()
+    assert {e.get_physical_key() for e in CachedWriters.query("w")} > {"w#0"}
+    started = CLOCK.now()
+    CachedWriters.compact_shards("w", grace=0)
+    assert CLOCK.now() - started >= 5  # waited until no cached count could be older
+    assert {i["key"]["S"] for i in raw_items(CachedWriters)} == {"w#0"}
+    assert [e.seq for e in CachedWriters.query("w")] == list(range(40))
 
 
 def test_compaction_refuses_composed_keys(dynamodb_tables: Callable[..., None]) -> None:
