@@ -15,7 +15,14 @@ from datetime import datetime, timezone
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.models import Model
 
-from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+from shardmodel import (
+    DynamicShards,
+    HashShards,
+    RandomShards,
+    ShardedKeyAttribute,
+    ShardedModel,
+    TimeBuckets,
+)
 from shardmodel.testing import create_tables, mock_dynamodb
 
 ITEMS = 400
@@ -61,6 +68,30 @@ class Bucketed(ShardedModel):
         hash_key=True, strategy=[TimeBuckets("created", "hour"), RandomShards(4)]
     )
     created = UTCDateTimeAttribute(range_key=True)
+    body = UnicodeAttribute()
+
+
+class Dynamic(ShardedModel):
+    """A dynamic key: writers cache its count for 5 s (the default)."""
+
+    class Meta:
+        table_name = "bench-dynamic"
+        region = "us-east-1"
+
+    pk = ShardedKeyAttribute(hash_key=True, strategy=DynamicShards())
+    ts = NumberAttribute(range_key=True)
+    body = UnicodeAttribute()
+
+
+class DynamicUncached(ShardedModel):
+    """A dynamic key whose writers read its count for every new item."""
+
+    class Meta:
+        table_name = "bench-dynamic-uncached"
+        region = "us-east-1"
+
+    pk = ShardedKeyAttribute(hash_key=True, strategy=DynamicShards(writer_cache_seconds=0))
+    ts = NumberAttribute(range_key=True)
     body = UnicodeAttribute()
 
 
@@ -117,10 +148,12 @@ def main() -> None:
         ("HashShards(16)", Hashed, number),
         ("RandomShards(16)", Randomized, number),
         ("TimeBuckets+Random(4)", Bucketed, moment),
+        ("Dynamic (cached count)", Dynamic, number),
+        ("Dynamic (no cache)", DynamicUncached, number),
     ]
     rows = []
     with mock_dynamodb():
-        create_tables([Plain, Hashed, Randomized, Bucketed])
+        create_tables([Plain, Hashed, Randomized, Bucketed, Dynamic, DynamicUncached])
         baseline = {
             "serialize": _best(_serialize(Plain, number)) / ITEMS,
             "save": _best(_save(Plain, number)) / ITEMS,
