@@ -80,6 +80,14 @@ class Resharding(Queries, Counting):
         """A dynamic key's metadata item, read strongly consistent (None: never written)."""
         return cls._dynamic().lookup(cls._check_logical(hash_key), consistent=True)
 
+    @classmethod
+    def grown_keys(cls, min_shards: int = 2) -> list[ShardMetadata]:
+        """Keys whose reads touch at least ``min_shards`` shards, most first: the hot ones.
+
+        Scans the metadata table (one item per key ever written).
+        """
+        return [m for m in cls._dynamic().every_key() if m.readable >= min_shards]
+
     # -- growth -------------------------------------------------------------------------
 
     @classmethod

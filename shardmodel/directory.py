@@ -79,6 +79,11 @@ class ShardDirectory:
             return None
         return ShardMetadata.from_item(item)
 
+    def every_key(self) -> list[ShardMetadata]:
+        """Every key's metadata item (a Scan of the metadata table), most shards first."""
+        found = [ShardMetadata.from_item(item) for item in self.table().scan()]
+        return sorted(found, key=lambda m: (-m.readable, m.logical_key))
+
     def _now(self) -> int:
         return int(self.settings.clock.now())
 

@@ -31,3 +31,36 @@ def test_cli_rejects_bad_arguments() -> None:
     """A non-positive burst is a usage error."""
     with pytest.raises(SystemExit):
         main(["demo", "--writes", "0"])
+
+
+@pytest.mark.usefixtures("tables")
+def test_cli_lists_grown_keys_then_shrinks_and_compacts_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`shardmodel shards module:Model` lists hot keys; --key --shrink-to --compact fixes one."""
+    from tests.models import DynamicEvent
+
+    directory = DynamicEvent._shard_directory
+    assert directory is not None
+    DynamicEvent("cold", 1).save()
+    DynamicEvent("hot", 0).save()
+    directory.grow("hot", directory.lookup("hot"))  # type: ignore[arg-type]
+    for n in range(1, 20):
+        DynamicEvent("hot", n).save()
+    assert main(["shards", "tests.models:DynamicEvent"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 1 and listed[0].startswith("hot ") and "live    2" in listed[0]
+    args = ["shards", "tests.models:DynamicEvent", "--key", "hot", "--shrink-to", "1"]
+    assert main([*args, "--compact", "--grace", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "moved" in printed and "readable    1" in printed
+    assert DynamicEvent.count("hot") == 20
+
+
+def test_cli_shards_explains_bad_models() -> None:
+    with pytest.raises(SystemExit, match="module:Class"):
+        main(["shards", "tests.models.DynamicEvent"])
+    with pytest.raises(SystemExit, match="count is fixed"):
+        main(["shards", "tests.models:RandomEvent"])
+    with pytest.raises(SystemExit, match="need --key"):
+        main(["shards", "tests.models:DynamicEvent", "--compact"])
