@@ -26,7 +26,7 @@ from shardmodel.query import (
     count_shards,
     dynamodb_sort_key,
 )
-from shardmodel.strategies import TimeBounds, TimeBuckets
+from shardmodel.strategies import ShardCount, TimeBounds, TimeBuckets
 
 _M = TypeVar("_M", bound="Queries")
 
@@ -89,8 +89,12 @@ class Queries(KeyedModel):
         index_name: str | None,
         time_range: TimeBounds | None,
         forward: bool,
+        counts: ShardCount | None = None,
     ) -> list[list[str]]:
-        """The physical keys a query reads, grouped: groups are read one after another."""
+        """The physical keys a query reads, grouped: groups are read one after another.
+
+        ``counts``: a dynamic key's counts when already read (else they are read here).
+        """
         attr = cls._query_sharding(index_name) or cls._sharded()
         layout = attr.layout
         if isinstance(hash_key, PhysicalKey):
@@ -110,7 +114,8 @@ class Queries(KeyedModel):
             for strategy in layout.strategies:
                 if isinstance(strategy, TimeBuckets):
                     bounds[strategy.on] = time_range
-        key = cls._key_values(logical, values, attr, cls._read_counts(logical, attr))
+        counts = counts or cls._read_counts(logical, attr)
+        key = cls._key_values(logical, values, attr, counts)
         per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
         splits = [
             i
@@ -353,7 +358,31 @@ class Queries(KeyedModel):
                 rate_limit,
             )
             return total
-        groups = cls._query_groups(hash_key, range_key_condition, index_name, time_range, True)
+        counts = None
+        if cls._shard_directory is not None and index_name is None:
+            counts = cls._read_counts(cls._check_logical(hash_key))
+            if counts is not None and counts.readable > counts.live:
+                # a compaction may hold items on two shards: count the merged query's
+                # items, one per logical item, instead of summing per-shard counts
+                keys = [
+                    a.attr_name
+                    for a in (cls._hash_key_attribute(), cls._range_key_attribute())
+                    if a
+                ]
+                items = cls.query(
+                    hash_key,
+                    range_key_condition,
+                    filter_condition,
+                    consistent_read,
+                    attributes_to_get=keys,
+                    parallelism=parallelism,
+                    time_range=time_range,
+                )
+                counted = sum(1 for _ in items)
+                return counted if limit is None else min(counted, limit)
+        groups = cls._query_groups(
+            hash_key, range_key_condition, index_name, time_range, True, counts
+        )
         fetch = cls._shard_fetcher(
             range_key_condition=range_key_condition,
             filter_condition=filter_condition,

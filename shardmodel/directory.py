@@ -108,6 +108,7 @@ class ShardDirectory:
 
     def for_write(self, logical: str) -> ShardMetadata:
         """The key's metadata for a new write: cached, read, or created with one shard."""
+        self.table()  # forgets cached counts when the model was bound elsewhere
         cached = self._cached(self._writer_cache, logical, self.settings.writer_cache_seconds)
         if cached is not None:
             return cached
@@ -120,6 +121,7 @@ class ShardDirectory:
         """The counts a read of the key must cover (strongly consistent unless cached)."""
         ttl = self.settings.reader_cache_seconds
         if ttl is not None:
+            self.table()  # forgets cached counts when the model was bound elsewhere
             cached = self._cached(self._reader_cache, logical, ttl)
             if cached is not None:
                 return cached.count

@@ -190,10 +190,9 @@ def test_shrink_and_compaction_hide_nothing_from_concurrent_readers(
     """200 items on 4 shards; shrink to 1 and compact while 4 threads read: all 200, once.
 
     Queries (all at once, in pages, both directions, stopped and resumed) and gets see
-    every item exactly once throughout, and a count never falls short (it over-counts
-    during the grace: see the xfail below). Cursors taken before the shrink and inside
-    the compaction's waits resume afterwards without a repeat or a gap. Afterwards every
-    item sits on shard 0 and reads touch shard 0 only.
+    every item exactly once throughout, and so does a count. Cursors taken before the
+    shrink and inside the compaction's waits resume afterwards without a repeat or a gap.
+    Afterwards every item sits on shard 0 and reads touch shard 0 only.
     """
     key = "e2e"
     total = 200
@@ -226,8 +225,8 @@ def test_shrink_and_compaction_hide_nothing_from_concurrent_readers(
             if head + rest != everything:
                 problems.append(f"a resumed query saw {len(head + rest)} items")
             counted = DynamicEvent.count(key)
-            if counted < total:
-                problems.append(f"count {counted} fell below {total}")
+            if counted != total:
+                problems.append(f"count {counted}, not {total}")
             ts = (worker * 53 + round_ * 17) % total
             if DynamicEvent.get(key, ts).event_type != f"v{ts}":
                 problems.append(f"get of {ts} saw another item")
@@ -304,15 +303,9 @@ def test_counters_on_a_dynamic_key_sum_every_shard(backend: str) -> None:
     assert DynamicViews.get("page").views == 50
 
 
-# -- known bugs (strict xfails: they fail today; a fix turns them into failures to remove) --
+# -- regressions: found by these tests, fixed in the library --
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="count() sums every shard's COUNT, so during a compaction's grace window an "
-    "item copied to a live shard but not yet deleted from its retired shard counts twice",
-)
 def test_count_during_a_compaction_counts_each_item_once(
     backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,7 +320,7 @@ def test_count_during_a_compaction_counts_each_item_once(
     monkeypatch.setattr(_directory().settings.clock, "sleep", sleep)
     assert DynamicEvent.compact_shards("counted", grace=1.0) > 0
     assert during and all(returned == 40 for returned, _ in during)  # a query returns one
-    assert [counted for _, counted in during] == [40] * len(during)  # count(): 40 + copies
+    assert [counted for _, counted in during] == [40] * len(during)  # not 40 + copies
 
 
 class WriterProcess(ShardedModel):
@@ -382,7 +375,7 @@ def test_a_compaction_moves_items_written_with_a_cached_pre_shrink_count(
     _bind(processes, DynamicEvent.Meta.host, "us-east-1")
     writers, operator = WriterProcess._shard_directory, OperatorProcess._shard_directory
     assert writers is not None and operator is not None
-    writers.clear_cache()  # a count cached against the other backend (see the xfail below)
+    writers.clear_cache()
     operator.clear_cache()
     key = f"shared-{backend}"
     try:
@@ -415,14 +408,6 @@ def test_a_compaction_moves_items_written_with_a_cached_pre_shrink_count(
         _bind(processes, None, "us-east-1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="ShardDirectory.for_write serves its writer cache before table() notices the "
-    "model was rebound (which clears the cache): the first writes on the new endpoint use "
-    "a count cached from the old one, skip creating the key's metadata item, and land on "
-    "shards no read there touches",
-)
 def test_rebinding_forgets_counts_cached_from_the_old_endpoint(moto_url: str) -> None:
     """A process moves WriterProcess from one region (endpoint) to another: no stale count.
 
