@@ -1,8 +1,8 @@
-"""Run every benchmark: `python -m benchmarks` (the write path, then the merged query)."""
+"""Run every benchmark: `python -m benchmarks` (write path, merged query, request floor)."""
 
 from __future__ import annotations
 
-from benchmarks import query_bench, write_path
+from benchmarks import query_bench, request_floor, write_path
 
 
 def main() -> None:
@@ -11,6 +11,8 @@ def main() -> None:
     write_path.main()
     print("\n== benchmarks/query_bench.py")
     query_bench.main()
+    print("\n== benchmarks/request_floor.py")
+    request_floor.main()
 
 
 if __name__ == "__main__":
