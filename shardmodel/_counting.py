@@ -42,11 +42,6 @@ class Counting(PointReads):
         return window if isinstance(window, TokenWindow) else TokenWindow()
 
     @classmethod
-    def _home_key(cls, hash_key: Any, range_key: Any = None) -> str:
-        """The shard item that holds a counter item's other attributes and cached totals."""
-        return cls._candidate_keys(hash_key, range_key)[0]
-
-    @classmethod
     def _counter_key(cls, hash_key: Any, range_key: Any) -> dict[str, Any]:
         range_attr = cls._range_key_attribute()
         return {} if range_attr is None else {"range_key": range_attr.serialize(range_key)}

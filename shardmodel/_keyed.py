@@ -28,7 +28,7 @@ from shardmodel.errors import (
 )
 from shardmodel.keys import KeyLayout, PhysicalKey
 from shardmodel.retry import Backoff
-from shardmodel.strategies import DynamicShards, KeyValues, ShardCount
+from shardmodel.strategies import ONE_SHARD, DynamicShards, KeyValues, ShardCount
 
 if TYPE_CHECKING:
     from shardmodel.directory import ShardDirectory
@@ -134,15 +134,27 @@ class KeyedModel(Model):
         return getattr(self, self._range_keyname) if self._range_keyname else None
 
     @staticmethod
-    def _choose_physical(attr: ShardedKeyAttribute, key: KeyValues, existing: str | None) -> str:
+    def _belongs(attr: ShardedKeyAttribute, existing: str | None, logical: str) -> bool:
+        """True when ``existing``, a remembered physical key, is one of ``logical``'s."""
+        return existing is not None and attr.layout.logical_key(existing) == logical
+
+    @classmethod
+    def _choose_physical(
+        cls, attr: ShardedKeyAttribute, key: KeyValues, existing: str | None
+    ) -> str:
         """The physical value a write uses: the stored one's shard if known, else a new pick."""
-        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+        if existing is not None and cls._belongs(attr, existing, key.logical_key):
             return attr.layout.repick(key, existing, attr.rng)
         return attr.layout.pick(key, attr.rng)
 
     @classmethod
-    def _candidate_keys(cls, hash_key: Any, range_key: Any = None) -> list[str]:
-        """Every physical key a read of (hash_key, range_key) must touch."""
+    def _candidate_keys(
+        cls, hash_key: Any, range_key: Any = None, counts: ShardCount | None = None
+    ) -> list[str]:
+        """Every physical key a read of (hash_key, range_key) must touch.
+
+        ``counts``: a dynamic key's counts, when known (else they are read).
+        """
         if isinstance(hash_key, PhysicalKey):
             cls._sharded().layout.split(hash_key)
             return [hash_key]
@@ -150,8 +162,16 @@ class KeyedModel(Model):
         values: dict[str, Any] = {}
         if cls._range_keyname is not None and range_key is not None:
             values[cls._range_keyname] = range_key
-        counts = cls._read_counts(logical)
+        counts = counts or cls._read_counts(logical)
         return cls._sharded().layout.candidates(cls._key_values(logical, values, counts=counts))
+
+    @classmethod
+    def _home_key(cls, hash_key: Any, range_key: Any = None) -> str:
+        """The first candidate shard, where a counter item keeps its other attributes.
+
+        Shard 0 exists at every dynamic count, so no count is read for it.
+        """
+        return cls._candidate_keys(hash_key, range_key, counts=ONE_SHARD)[0]
 
     def _write_key(self) -> str:
         """The physical key this instance is written under; chosen once, then kept."""
@@ -159,9 +179,7 @@ class KeyedModel(Model):
         key = self._instance_key_values()
         existing = self._physical_key
         directory = self._shard_directory
-        if directory is not None and (
-            existing is None or attr.layout.logical_key(existing) != key.logical_key
-        ):
+        if directory is not None and not self._belongs(attr, existing, key.logical_key):
             seen = self._write_counts
             if seen is None or seen.logical_key != key.logical_key:
                 seen = self._write_counts = directory.for_write(key.logical_key)
@@ -175,7 +193,7 @@ class KeyedModel(Model):
         attr = self._sharded()
         key = self._instance_key_values()
         existing = self._physical_key
-        if existing is not None and attr.layout.logical_key(existing) == key.logical_key:
+        if existing is not None and self._belongs(attr, existing, key.logical_key):
             return existing
         if attr.layout.deterministic:
             self._physical_key = attr.layout.pick(key, attr.rng)
@@ -350,6 +368,15 @@ class KeyedModel(Model):
     def _counter_attr_names(cls) -> list[str]:
         attributes = cls.get_attributes()
         return [attributes[name].attr_name for name in cls._counter_names]
+
+    @classmethod
+    def _current_copy(cls, copies: Sequence[_RawItem]) -> _RawItem:
+        """Of one item's copies while a compaction moves it, the one updates go to.
+
+        That is the copy on the retired (highest-numbered) shard, the one it was loaded
+        from before the compaction started.
+        """
+        return copies[0] if len(copies) == 1 else max(copies, key=cls._shard_number)
 
     @classmethod
     def _shard_number(cls, raw: _RawItem) -> int:

@@ -292,12 +292,12 @@ class Queries(KeyedModel):
         def combine(run: list[dict[str, Any]]) -> dict[str, Any]:
             item = run[0]
             if not counters:
-                return item if len(run) == 1 else max(run, key=lambda i: cls._shard_number(i))
+                return cls._current_copy(run)
             range_key = None
             if range_attr is not None:
                 range_key = range_attr.deserialize(item[range_attr.attr_name][range_attr.attr_type])
             logical = layout.logical_key(item[hash_name]["S"])
-            return cls._merge_shards(run, cls._candidate_keys(logical, range_key)[0])
+            return cls._merge_shards(run, cls._home_key(logical, range_key))
 
         return GroupedQuery(merged, same, combine, cls.from_raw_data, limit, seen)
 

@@ -81,9 +81,9 @@ class PointReads(KeyedModel):
             if hits and cls._counter_names:
                 yield cls._merge_shards([by_key[(p, range_ser)] for p in hits], candidates[0])
                 continue
-            if len(hits) > 1 and cls._shard_directory is not None:
-                # a compaction is copying it: the retired (higher) shard's copy is current
-                hits = [max(hits, key=lambda p: cls._shard_number(by_key[(p, range_ser)]))]
+            if len(hits) > 1 and cls._shard_directory is not None:  # a compaction copies it
+                yield cls._current_copy([by_key[(p, range_ser)] for p in hits])
+                continue
             if len(hits) > 1:
                 raise DuplicateItemError(
                     f"{cls.__name__}({hash_attr.attr_name}={logical!r}) is stored under "

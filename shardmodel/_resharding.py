@@ -58,11 +58,12 @@ class Resharding(Queries, Counting):
     def create_table(cls, *args: Any, **kwargs: Any) -> Any:
         """Create the table and, for a dynamic key, its metadata table (on-demand)."""
         result = super().create_table(*args, **kwargs)
-        directory = cls._shard_directory
-        if directory is not None and not directory.table().exists():
-            directory.table().create_table(
-                wait=bool(kwargs.get("wait", False)), billing_mode="PAY_PER_REQUEST"
-            )
+        if cls._shard_directory is not None:
+            table = cls._shard_directory.table()
+            if not table.exists():
+                table.create_table(
+                    wait=bool(kwargs.get("wait", False)), billing_mode="PAY_PER_REQUEST"
+                )
         return result
 
     @classmethod
@@ -71,7 +72,7 @@ class Resharding(Queries, Counting):
         result = super().delete_table(wait=wait)
         directory = cls._shard_directory
         if directory is not None and directory.table().exists():
-            directory.table().delete_table()
+            directory.table_model.delete_table()
             directory.clear_cache()
         return result
 

@@ -17,14 +17,11 @@ from pynamodb.models import Model
 from shardmodel.errors import ShardKeyError
 from shardmodel.metadata import MIRRORED_META, HistoryEntry, ShardMetadata, metadata_model
 from shardmodel.retry import is_condition_failure
-from shardmodel.strategies import DynamicShards, ShardChange, ShardCount
+from shardmodel.strategies import ONE_SHARD, DynamicShards, ShardChange, ShardCount
 
 __all__ = ["ShardDirectory"]
 
 log = logging.getLogger("shardmodel.dynamic")
-
-#: The counts of a key that has no metadata item yet: one shard, nothing written elsewhere.
-COLD = ShardCount(live=1, readable=1)
 
 
 class ShardDirectory:
@@ -127,7 +124,7 @@ class ShardDirectory:
                 return cached.count
         found = self.lookup(logical, consistent=True)
         if found is None:
-            return COLD
+            return ONE_SHARD
         if ttl is not None:
             self._remember(found)
         return found.count
@@ -211,48 +208,42 @@ class ShardDirectory:
         now = self._now()
         if not keep:
             keep = {HistoryEntry(now, seen.number_of_shards)}
-        table = self.table()
-        item = table(seen.logical_key)
-        try:
-            item.update(
-                actions=[
-                    table.shard_history.set({str(e) for e in keep}),  # type: ignore[attr-defined]
-                    table.last_updated.set(now),  # type: ignore[attr-defined]
-                ],
-                condition=self._unchanged(table, seen),
-            )
-        except UpdateError as error:
-            if not is_condition_failure(error):
-                raise
+        table: Any = self.table()
+        actions = [table.shard_history.set({str(e) for e in keep}), table.last_updated.set(now)]
+        if not self._update_if_unchanged(seen, actions):
             return None
         pruned = ShardMetadata(seen.logical_key, seen.number_of_shards, now, keep)
         self._announce("prune", seen.logical_key, seen.readable, pruned.readable, now)
         return self._remember(pruned)
 
-    @staticmethod
-    def _unchanged(table: Any, seen: ShardMetadata) -> Any:
-        return (table.number_of_shards == seen.number_of_shards) & (
+    def _update_if_unchanged(self, seen: ShardMetadata, actions: list[Any]) -> bool:
+        """Apply ``actions`` to the key's item if its count and last_updated are as seen.
+
+        The optimistic lock every change takes: False when another writer changed it.
+        """
+        table: Any = self.table()
+        condition = (table.number_of_shards == seen.number_of_shards) & (
             table.last_updated == seen.last_updated
         )
+        try:
+            table(seen.logical_key).update(actions=actions, condition=condition)
+        except UpdateError as error:
+            if not is_condition_failure(error):
+                raise
+            return False
+        return True
 
     def _try_change(
         self, current: ShardMetadata, target: int, kind: str, now: int
     ) -> ShardMetadata | None:
-        table = self.table()
+        table: Any = self.table()
         entry = HistoryEntry(now, target)
-        item = table(current.logical_key)
-        try:
-            item.update(
-                actions=[
-                    table.number_of_shards.set(target),  # type: ignore[attr-defined]
-                    table.last_updated.set(now),  # type: ignore[attr-defined]
-                    table.shard_history.add({str(entry)}),  # type: ignore[attr-defined]
-                ],
-                condition=self._unchanged(table, current),
-            )
-        except UpdateError as error:
-            if not is_condition_failure(error):
-                raise
+        actions = [
+            table.number_of_shards.set(target),
+            table.last_updated.set(now),
+            table.shard_history.add({str(entry)}),
+        ]
+        if not self._update_if_unchanged(current, actions):
             return None
         changed = ShardMetadata(current.logical_key, target, now, (*current.history, entry))
         self._announce(kind, current.logical_key, current.number_of_shards, target, now)

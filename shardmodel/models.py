@@ -215,9 +215,9 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
 
     def _new_on_shard(self) -> bool:
         """True when this save picks a shard (no stored item of this key is known)."""
-        existing = self._physical_key
-        logical = getattr(self, self._sharded().attr_name)
-        return existing is None or self._sharded().layout.logical_key(existing) != logical
+        return not self._belongs(
+            self._sharded(), self._physical_key, getattr(self, self._sharded().attr_name)
+        )
 
     def get_save_kwargs_from_instance(
         self,

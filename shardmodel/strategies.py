@@ -32,6 +32,7 @@ from shardmodel.errors import ShardConfigurationError, ShardKeyError, Unsupporte
 __all__ = [
     "MAX_QUERY_BUCKETS",
     "MAX_SHARDS",
+    "ONE_SHARD",
     "DynamicShards",
     "HashShards",
     "KeyValues",
@@ -68,6 +69,10 @@ class ShardCount:
 
     live: int
     readable: int
+
+
+#: The counts of a key with no metadata item yet: one shard, nothing written elsewhere.
+ONE_SHARD = ShardCount(live=1, readable=1)
 
 
 @frozen

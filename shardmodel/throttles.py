@@ -83,25 +83,28 @@ class CloudWatchCapacity:
         self._verdicts: dict[str, tuple[float, bool]] = {}
         self._lock = threading.Lock()
 
-    def table_full(self, table: str, provisioned_wcu: float) -> bool:
-        """True when the table consumed at least 90% of ``provisioned_wcu`` lately.
+    def table_full(self, table: str, provisioned_wcu: Callable[[], float]) -> bool:
+        """True when the table consumed at least 90% of its provisioned WCU lately.
 
-        An on-demand table (``provisioned_wcu`` 0) is never full by this test. When
-        CloudWatch cannot answer, the table counts as not full (a partition throttle).
+        ``provisioned_wcu`` is asked (a DescribeTable) only when no verdict is cached. An
+        on-demand table (0 provisioned) is never full by this test. When CloudWatch
+        cannot answer, the table counts as not full (a partition throttle).
         """
-        if provisioned_wcu <= 0:
-            return False
         now = self._clock.now()
         with self._lock:
             cached = self._verdicts.get(table)
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
-        try:
-            consumed = self._consumed_per_second(table)
-        except Exception as error:  # no permission, no endpoint: do not block the write
-            log.warning("CloudWatch gave no consumed capacity for %s: %s", table, error)
+        provisioned = provisioned_wcu()
+        if provisioned <= 0:
             consumed = 0.0
-        full = consumed >= TABLE_FULL_SHARE * provisioned_wcu
+        else:
+            try:
+                consumed = self._consumed_per_second(table)
+            except Exception as error:  # no permission, no endpoint: do not block the write
+                log.warning("CloudWatch gave no consumed capacity for %s: %s", table, error)
+                consumed = 0.0
+        full = provisioned > 0 and consumed >= TABLE_FULL_SHARE * provisioned
         with self._lock:
             self._verdicts[table] = (now, full)
         return full
@@ -151,4 +154,4 @@ def throttle_scope(
     if reasons:
         hot = any(r.endswith("KeyRangeThroughputExceeded") for r in reasons)
         return "partition" if hot else "table"
-    return "table" if capacity.table_full(table, provisioned_wcu()) else "partition"
+    return "table" if capacity.table_full(table, provisioned_wcu) else "partition"
