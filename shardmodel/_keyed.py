@@ -19,6 +19,7 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
+from shardmodel._canonical import canonical_value
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counters import aggregate
 from shardmodel.errors import (
@@ -27,6 +28,7 @@ from shardmodel.errors import (
     UnknownShardError,
 )
 from shardmodel.keys import KeyLayout, PhysicalKey
+from shardmodel.request_bound import check_fan_out, request_bound
 from shardmodel.retry import Backoff
 from shardmodel.strategies import ONE_SHARD, DynamicShards, KeyValues, ShardCount
 
@@ -119,7 +121,7 @@ class KeyedModel(Model):
             if value is None:
                 continue
             known[name] = value
-            canonical[name] = str(source.serialize(value))
+            canonical[name] = str(canonical_value(source.attr_type, source.serialize(value)))
         return KeyValues(logical_key=logical, values=known, canonical=canonical, shards=counts)
 
     def _instance_key_values(self, attr: ShardedKeyAttribute | None = None) -> KeyValues:
@@ -163,7 +165,12 @@ class KeyedModel(Model):
         if cls._range_keyname is not None and range_key is not None:
             values[cls._range_keyname] = range_key
         counts = counts or cls._read_counts(logical)
-        return cls._sharded().layout.candidates(cls._key_values(logical, values, counts=counts))
+        layout = cls._sharded().layout
+        key = cls._key_values(logical, values, counts=counts)
+        check_fan_out(
+            f"{cls.__name__}.get({logical!r})", layout.candidate_count(key), request_bound(cls)
+        )
+        return layout.candidates(key)
 
     @classmethod
     def _home_key(cls, hash_key: Any, range_key: Any = None) -> str:
@@ -385,6 +392,13 @@ class KeyedModel(Model):
         layout = attr.layout
         position = next(i for i, s in enumerate(layout.strategies) if isinstance(s, DynamicShards))
         return int(layout.split(raw[attr.attr_name][STRING])[1][position]) - layout.first_shard
+
+    @staticmethod
+    def _key_text(attribute: Attribute[Any] | None, serialized: Any) -> Any:
+        """A serialized key value of ``attribute`` in the form equal values share."""
+        if attribute is None or serialized is None:
+            return None
+        return canonical_value(attribute.attr_type, serialized)
 
     @classmethod
     def _python_name(cls, attribute: Attribute[Any] | None) -> str | None:

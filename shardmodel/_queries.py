@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from shardmodel.query import (
     count_shards,
     dynamodb_sort_key,
 )
+from shardmodel.request_bound import check_fan_out, request_bound
 from shardmodel.strategies import ShardCount, TimeBounds, TimeBuckets
 
 _M = TypeVar("_M", bound="Queries")
@@ -90,10 +92,12 @@ class Queries(KeyedModel):
         time_range: TimeBounds | None,
         forward: bool,
         counts: ShardCount | None = None,
+        max_requests: int | None = None,
     ) -> list[list[str]]:
         """The physical keys a query reads, grouped: groups are read one after another.
 
         ``counts``: a dynamic key's counts when already read (else they are read here).
+        Raises :class:`FanOutLimitError` when they outnumber the request bound.
         """
         attr = cls._query_sharding(index_name) or cls._sharded()
         layout = attr.layout
@@ -117,6 +121,11 @@ class Queries(KeyedModel):
         counts = counts or cls._read_counts(logical, attr)
         key = cls._key_values(logical, values, attr, counts)
         per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
+        check_fan_out(
+            f"{cls.__name__}.query({logical!r})",
+            math.prod(len(c) for c in per_strategy),
+            request_bound(cls, max_requests),
+        )
         splits = [
             i
             for i, s in enumerate(layout.strategies)
@@ -127,7 +136,9 @@ class Queries(KeyedModel):
         for combo in itertools.product(*ranges):
             segments = [per_strategy[i][j] for i, j in enumerate(combo)]
             group = tuple(combo[i] for i in splits)
-            groups.setdefault(group, []).append(layout.compose(logical, segments))
+            physical = layout.readable(logical, segments)  # None: too long to be stored
+            if physical is not None:
+                groups.setdefault(group, []).append(physical)
         ordered = [groups[g] for g in sorted(groups)]
         return ordered if forward else ordered[::-1]
 
@@ -189,6 +200,7 @@ class Queries(KeyedModel):
         *,
         parallelism: int | None = None,
         time_range: TimeBounds | None = None,
+        max_requests: int | None = None,
     ) -> Iterator[_M]:
         """Query one logical key across its shards as one ordered, resumable stream.
 
@@ -197,6 +209,8 @@ class Queries(KeyedModel):
         it back to resume. ``parallelism`` caps the threads reading shards at once
         (default and maximum: ``Meta.max_pool_connections``). ``time_range=(start, end)``
         bounds the buckets of a ``TimeBuckets`` key whose time is not the sort key.
+        ``max_requests`` bounds the partitions (buckets x shards) read (default
+        ``Meta.max_requests``, else 1,000); a query over more raises before sending.
         """
         if cls._query_sharding(index_name) is None:
             return super().query(
@@ -218,7 +232,14 @@ class Queries(KeyedModel):
                 "parallel and cannot share one rate limiter; lower parallelism instead"
             )
         forward = scan_index_forward is not False
-        groups = cls._query_groups(hash_key, range_key_condition, index_name, time_range, forward)
+        groups = cls._query_groups(
+            hash_key,
+            range_key_condition,
+            index_name,
+            time_range,
+            forward,
+            max_requests=max_requests,
+        )
         identity = QueryIdentity(
             model=f"{cls.Meta.table_name}:{cls.__name__}",
             index=index_name,
@@ -287,7 +308,11 @@ class Queries(KeyedModel):
         def same(first: dict[str, Any], other: dict[str, Any]) -> bool:
             if range_attr is None:
                 return True
-            return bool(first[range_attr.attr_name] == other[range_attr.attr_name])
+            name, kind = range_attr.attr_name, range_attr.attr_type
+            return bool(
+                cls._key_text(range_attr, first[name][kind])
+                == cls._key_text(range_attr, other[name][kind])
+            )
 
         def combine(run: list[dict[str, Any]]) -> dict[str, Any]:
             item = run[0]
@@ -345,6 +370,7 @@ class Queries(KeyedModel):
         *,
         parallelism: int | None = None,
         time_range: TimeBounds | None = None,
+        max_requests: int | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
         if hash_key is None or cls._query_sharding(index_name) is None:
@@ -377,11 +403,12 @@ class Queries(KeyedModel):
                     attributes_to_get=keys,
                     parallelism=parallelism,
                     time_range=time_range,
+                    max_requests=max_requests,
                 )
                 counted = sum(1 for _ in items)
                 return counted if limit is None else min(counted, limit)
         groups = cls._query_groups(
-            hash_key, range_key_condition, index_name, time_range, True, counts
+            hash_key, range_key_condition, index_name, time_range, True, counts, max_requests
         )
         fetch = cls._shard_fetcher(
             range_key_condition=range_key_condition,

@@ -62,12 +62,12 @@ class PointReads(KeyedModel):
         keys: list[dict[str, Any]] = []
         wanted: list[tuple[list[str], Any]] = []
         for _, range_key, candidates in requests:
-            range_ser = range_attr.serialize(range_key) if range_attr is not None else None
-            wanted.append((candidates, range_ser))
+            serialized = range_attr.serialize(range_key) if range_attr is not None else None
+            wanted.append((candidates, cls._key_text(range_attr, serialized)))
             for physical in candidates:
                 key: dict[str, Any] = {hash_attr.attr_name: physical}
                 if range_attr is not None:
-                    key[range_attr.attr_name] = range_ser
+                    key[range_attr.attr_name] = serialized
                 keys.append(key)
         raw_items = cls._fetch_raw(keys, consistent_read, cls._with_keys(attributes_to_get))
         by_key: dict[tuple[str, Any], _RawItem] = {}
@@ -75,7 +75,7 @@ class PointReads(KeyedModel):
             range_value = (
                 raw[range_attr.attr_name][range_attr.attr_type] if range_attr is not None else None
             )
-            by_key[(raw[hash_attr.attr_name][STRING], range_value)] = raw
+            by_key[(raw[hash_attr.attr_name][STRING], cls._key_text(range_attr, range_value))] = raw
         for (logical, _, _), (candidates, range_ser) in zip(requests, wanted, strict=True):
             hits = [p for p in candidates if (p, range_ser) in by_key]
             if hits and cls._counter_names:

@@ -9,7 +9,9 @@ built-in exception whose meaning fits, so ``except ValueError`` keeps working::
     ├── UnknownShardError (LookupError)       an instance's shard cannot be known
     ├── DuplicateItemError (LookupError)      one logical item found on two shards
     ├── UnsupportedOperationError (TypeError) the operation cannot work on this layout
-    └── CursorError (ValueError)              a query cursor cannot be resumed here
+    ├── CursorError (ValueError)              a query cursor cannot be resumed here
+    ├── FanOutLimitError (ValueError)         a read would send more requests than its bound
+    └── ShardMetadataError (ValueError)       a metadata item of a dynamic key is malformed
 
 Messages name the field at fault and say how to fix it. Errors raised while
 preparing a request are raised before anything is sent, so nothing is written.
@@ -60,3 +62,22 @@ class UnsupportedOperationError(ShardModelError, TypeError):
 
 class CursorError(ShardModelError, ValueError):
     """A query cursor is tampered, truncated, from another version, or for another query."""
+
+
+class FanOutLimitError(ShardModelError, ValueError):
+    """A read would touch more partitions (buckets x shards) than its request bound.
+
+    Raised before the first request; the message names the bound and how to raise it.
+    """
+
+    def __init__(self, message: str, planned: int, bound: int) -> None:
+        super().__init__(message)
+        self.planned = planned
+        self.bound = bound
+
+
+class ShardMetadataError(ShardModelError, ValueError):
+    """A dynamic key's metadata item (read from the table) breaks the strategy's rules.
+
+    The message names the key, the field and the value allowed.
+    """

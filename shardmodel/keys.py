@@ -9,6 +9,7 @@ are settable, so tables laid out by hand can be read and written.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections.abc import Sequence
 from typing import Literal
@@ -37,7 +38,7 @@ class PhysicalKey(str):
 
 
 def _to_strategies(value: ShardStrategy | Sequence[ShardStrategy]) -> tuple[ShardStrategy, ...]:
-    if isinstance(value, ShardStrategy):
+    if isinstance(value, ShardStrategy | type):
         return (value,)
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise ShardConfigurationError(
@@ -68,6 +69,12 @@ class KeyLayout:
                 "strategy=[]: give at least one strategy, e.g. RandomShards(10)"
             )
         for strategy in self.strategies:
+            if isinstance(strategy, type):
+                raise ShardConfigurationError(
+                    f"strategy={strategy.__name__}: pass an instance, not the class; write "
+                    f"{strategy.__name__}(10) for 10 shards (see the strategies page for the "
+                    "arguments of each)"
+                )
             if not isinstance(strategy, ShardStrategy):
                 raise ShardConfigurationError(
                     f"strategy={strategy!r}: not a sharding strategy; use RandomShards, "
@@ -106,21 +113,64 @@ class KeyLayout:
             return str(segment + self.first_shard)
         return segment
 
-    def compose(self, logical_key: str, segments: Sequence[Segment]) -> str:
-        """Join a logical key and its segments into a physical key (checked for length)."""
+    def join(self, logical_key: str, segments: Sequence[Segment]) -> str:
+        """Join a logical key and its segments into a physical key (unchecked)."""
         parts = [self.segment_text(s) for s in segments]
         if self.placement == "suffix":
-            physical = self.separator.join([logical_key, *parts])
-        else:
-            physical = self.separator.join([*parts, logical_key])
-        size = len(physical.encode("utf-8"))
+            return self.separator.join([logical_key, *parts])
+        return self.separator.join([*parts, logical_key])
+
+    def longest_key_bytes(self, logical_key: str) -> int:
+        """The UTF-8 size of the longest physical key this layout can give ``logical_key``."""
+        widest = sum(
+            len(self.separator.encode("utf-8")) + s.segment_bytes(self.first_shard)
+            for s in self.strategies
+        )
+        return len(logical_key.encode("utf-8")) + widest
+
+    def check_length(self, logical_key: str) -> None:
+        """Refuse a logical key whose longest physical key would pass DynamoDB's limit.
+
+        Checked against the longest key any shard can get, so a key either fits on every
+        shard or is refused before its first write.
+        """
+        size = self.longest_key_bytes(logical_key)
         if size > MAX_PARTITION_KEY_BYTES:
+            excess = size - MAX_PARTITION_KEY_BYTES
             raise ShardKeyError(
-                f"physical key of logical key {logical_key[:40]!r}... is {size} bytes, over "
-                f"DynamoDB's {MAX_PARTITION_KEY_BYTES}-byte partition key limit; shorten the "
-                "logical key"
+                f"logical key {logical_key[:40]!r}... makes physical keys of up to {size} "
+                f"bytes on this layout, over DynamoDB's {MAX_PARTITION_KEY_BYTES}-byte "
+                f"partition key limit; shorten the logical key by at least {excess} bytes"
+            )
+
+    def compose(self, logical_key: str, segments: Sequence[Segment]) -> str:
+        """A physical key to write: length-checked, and split back to the same parts.
+
+        Raises:
+            ShardKeyError: if the key could be too long on some shard, or the logical key
+                and separator make a key that splits back differently.
+        """
+        self.check_length(logical_key)
+        physical = self.join(logical_key, segments)
+        texts = tuple(self.segment_text(s) for s in segments)
+        if self.split(physical) != (logical_key, texts):
+            raise ShardKeyError(
+                f"logical key {logical_key[:40]!r} with separator {self.separator!r} makes "
+                f"the key {physical[:60]!r}, which does not split back into the same logical "
+                "key and segments; avoid the separator at the end or start of the key"
             )
         return physical
+
+    def readable(self, logical_key: str, segments: Sequence[Segment]) -> str | None:
+        """A physical key to read, or None when it is too long to exist in DynamoDB."""
+        physical = self.join(logical_key, segments)
+        if len(physical.encode("utf-8")) > MAX_PARTITION_KEY_BYTES:
+            return None
+        return physical
+
+    def candidate_count(self, key: KeyValues) -> int:
+        """How many physical keys a read of this item by full key touches (before length)."""
+        return math.prod(len(s.candidates(key)) for s in self.strategies)
 
     def split(self, physical_key: str) -> tuple[str, tuple[str, ...]]:
         """Split a physical key into its logical key and segment texts.
@@ -158,9 +208,13 @@ class KeyLayout:
         )
 
     def candidates(self, key: KeyValues) -> list[str]:
-        """Every physical key a read of this item by full key must touch, in shard order."""
+        """Every physical key a read of this item by full key must touch, in shard order.
+
+        Keys too long for DynamoDB are left out: no item can be stored under them.
+        """
         per_strategy = [s.candidates(key) for s in self.strategies]
-        return [self.compose(key.logical_key, combo) for combo in itertools.product(*per_strategy)]
+        found = (self.readable(key.logical_key, c) for c in itertools.product(*per_strategy))
+        return [physical for physical in found if physical is not None]
 
     def repick(self, key: KeyValues, existing: str, rng: random.Random) -> str:
         """The physical key a re-save of a stored item goes to: its own shard.

@@ -11,6 +11,7 @@ Adding a strategy touches only this module.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,12 @@ from shardmodel._time import (
     check_time_format,
     to_utc,
 )
-from shardmodel.errors import ShardConfigurationError, ShardKeyError, UnsupportedOperationError
+from shardmodel.errors import (
+    FanOutLimitError,
+    ShardConfigurationError,
+    ShardKeyError,
+    UnsupportedOperationError,
+)
 
 __all__ = [
     "MAX_QUERY_BUCKETS",
@@ -55,8 +61,9 @@ Segment = int | str
 #: Lower and upper bound (either may be None) a query puts on one attribute.
 TimeBounds = tuple[Any, Any]
 
-#: The most time buckets one query may read.
-MAX_QUERY_BUCKETS = 10_000
+#: The most time buckets a query's range is enumerated to; far above any request bound
+#: (see :mod:`shardmodel.request_bound`), it keeps a wild range from running for minutes.
+MAX_QUERY_BUCKETS = 100_000
 
 
 @frozen
@@ -108,7 +115,15 @@ class ShardStrategy(Protocol):
         ...
 
     def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
-        """Raise :class:`ShardConfigurationError` if the strategy cannot work on this model."""
+        """Raise :class:`ShardConfigurationError` if the strategy cannot work on this model.
+
+        That includes a ``separator`` with a character a segment can contain: the key
+        could not be split back into its logical key and segments.
+        """
+        ...
+
+    def segment_bytes(self, first_shard: int) -> int:
+        """The most UTF-8 bytes a segment of this strategy takes in a key."""
         ...
 
     def pick(self, key: KeyValues, rng: random.Random) -> Segment:
@@ -146,6 +161,21 @@ def _check_count(name: str, n: int) -> None:
         )
 
 
+def _check_numbered_separator(strategy: str, model_name: str, separator: str) -> None:
+    """Shard numbers are digits: a separator holding one could not be split off again."""
+    if any(ch.isdigit() for ch in separator):
+        raise ShardConfigurationError(
+            f"{model_name}: separator {separator!r} contains a digit, and {strategy} writes "
+            "shard numbers, so stored keys could not be split back into logical key and "
+            "shard; use a separator without digits, such as '#' or '_'"
+        )
+
+
+def _number_bytes(count: int, first_shard: int) -> int:
+    """Bytes of the widest shard number of ``count`` shards numbered from ``first_shard``."""
+    return len(str(count - 1 + first_shard))
+
+
 def _check_attributes_exist(
     strategy: str, model_name: str, names: Sequence[str], attributes: Mapping[str, Any]
 ) -> None:
@@ -180,7 +210,10 @@ class RandomShards:
         return False
 
     def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
-        return None
+        _check_numbered_separator("RandomShards", model_name, separator)
+
+    def segment_bytes(self, first_shard: int) -> int:
+        return _number_bytes(self.n, first_shard)
 
     def pick(self, key: KeyValues, rng: random.Random) -> Segment:
         return rng.randrange(self.n)
@@ -250,6 +283,10 @@ class HashShards:
 
     def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
         _check_attributes_exist("HashShards(on=...)", model_name, self.on, attributes)
+        _check_numbered_separator("HashShards", model_name, separator)
+
+    def segment_bytes(self, first_shard: int) -> int:
+        return _number_bytes(self.n, first_shard)
 
     def shard_of(self, values: Sequence[str]) -> int:
         """The shard of these canonical values: ``int(hexdigest) % n``."""
@@ -406,7 +443,10 @@ class DynamicShards:
         return False
 
     def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
-        return None
+        _check_numbered_separator("DynamicShards", model_name, separator)
+
+    def segment_bytes(self, first_shard: int) -> int:
+        return _number_bytes(self.max_shards, first_shard)
 
     def _counts(self, key: KeyValues) -> ShardCount:
         if key.shards is None:
@@ -466,13 +506,18 @@ class TimeBuckets:
 
     def check(self, model_name: str, attributes: Mapping[str, Any], separator: str) -> None:
         _check_attributes_exist("TimeBuckets(on=...)", model_name, (self.on,), attributes)
-        sample = bucket_label(datetime(2024, 12, 31, 23, 59, tzinfo=timezone.utc), self.format)
-        if separator in sample:
+        labels = _sample_labels(self.format)
+        shared = sorted({ch for ch in separator if any(ch in label for label in labels)})
+        if shared:
             raise ShardConfigurationError(
                 f"{model_name}: TimeBuckets(granularity={self.granularity!r}) makes labels like "
-                f"{sample!r} that contain the key separator {separator!r}; choose another "
-                "separator on ShardedKeyAttribute or a format without it"
+                f"{labels[-1]!r} that contain the key separator {separator!r} (characters "
+                f"{''.join(shared)!r}); choose a separator without them on ShardedKeyAttribute "
+                "(such as '#') or a format without them"
             )
+
+    def segment_bytes(self, first_shard: int) -> int:
+        return max(len(label.encode("utf-8")) for label in _sample_labels(self.format))
 
     def bucket(self, value: Any) -> str:
         """The bucket label of a time value."""
@@ -528,14 +573,31 @@ class TimeBuckets:
             if not labels or labels[-1] != label:
                 labels.append(label)
                 if len(labels) > MAX_QUERY_BUCKETS:
-                    raise UnsupportedOperationError(
+                    raise FanOutLimitError(
                         f"TimeBuckets(on={self.on!r}): the range {start.isoformat()} .. "
-                        f"{end.isoformat()} spans over {MAX_QUERY_BUCKETS:,} buckets; narrow "
-                        "the time range or use a coarser granularity"
+                        f"{end.isoformat()} spans over {MAX_QUERY_BUCKETS:,} buckets, more "
+                        "than any read may touch; narrow the time range or use a coarser "
+                        "granularity",
+                        len(labels),
+                        MAX_QUERY_BUCKETS,
                     )
             if moment >= end:
                 return labels
             moment = min(moment + step, end)
+
+
+@functools.lru_cache(maxsize=64)
+def _sample_labels(fmt: str) -> list[str]:
+    """Labels of a format over times that vary every field (month and day names included)."""
+    moments = [
+        datetime(year, month, day, hour, 59, 59, 999999, tzinfo=timezone.utc)
+        for year in (2001, 9999)
+        for month in range(1, 13)
+        for day in range(22, 29)
+        for hour in (1, 23)
+    ]
+    moments.append(datetime(2024, 12, 31, 23, 59, tzinfo=timezone.utc))
+    return [bucket_label(moment, fmt) for moment in moments]
 
 
 def _label_step(fmt: str) -> timedelta:

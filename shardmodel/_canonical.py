@@ -1,0 +1,49 @@
+"""Canonical key values: the one form in which values DynamoDB treats as equal are equal.
+
+DynamoDB stores a number by its value: ``250``, ``250.0`` and ``2.5e2`` are one key and
+come back as ``"250"``. Every place that hashes, compares or matches a key value uses
+:func:`canonical_number` (numbers) or :func:`canonical_value` (any key type), never the
+text PynamoDB happened to serialize.
+"""
+
+from __future__ import annotations
+
+from decimal import Context, Decimal, InvalidOperation
+from typing import Any
+
+from pynamodb.constants import BINARY, NUMBER
+
+__all__ = ["canonical_number", "canonical_value"]
+
+# wide enough that normalizing never rounds: DynamoDB itself refuses over 38 digits
+_EXACT = Context(prec=400)
+
+
+def canonical_number(value: Any) -> str:
+    """DynamoDB's text of a number: no exponent, no trailing zeros, ``-0`` is ``0``.
+
+    Accepts the text of a number (``"2.5e2"``), an int, a float or a Decimal.
+
+    Raises:
+        ValueError: for text that is not a finite number.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a number")
+    try:
+        number = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not number.is_finite():
+        raise ValueError(f"{value!r} is not a finite number; DynamoDB stores finite numbers only")
+    if number.is_zero():
+        return "0"
+    return format(number.normalize(_EXACT), "f")
+
+
+def canonical_value(kind: str, value: Any) -> Any:
+    """A serialized key value (``{kind: value}``'s value) in canonical, hashable form."""
+    if kind == NUMBER:
+        return canonical_number(value)
+    if kind == BINARY and not isinstance(value, bytes | str):
+        return bytes(value)
+    return value
