@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from attrs import frozen
 from pynamodb.attributes import Attribute
+from pynamodb.constants import NUMBER, STRING
 from pynamodb.expressions.condition import And, Between, Comparison, Condition
 from pynamodb.expressions.operand import Path, Value
+
+from shardmodel.errors import QueryValidationError
 
 
 @frozen
@@ -56,3 +60,56 @@ def bounds_of(condition: Condition | None, attribute: Attribute[Any]) -> Bounds:
         if condition.operator in ("<", "<="):
             return Bounds(upper=value)
     return Bounds()
+
+
+def _dynamodb_order(kind: str, serialized: Any) -> Any:
+    """A serialized key value as DynamoDB orders it: numbers by value, the rest by bytes."""
+    if kind == NUMBER:
+        return Decimal(serialized)
+    if kind == STRING:
+        return str(serialized).encode("utf-8")
+    return bytes(serialized)
+
+
+def check_key_condition(condition: Condition | None, attribute: Attribute[Any] | None) -> None:
+    """Refuse, before sending, a sort key condition DynamoDB answers with ValidationException.
+
+    DynamoDB takes one condition per key (``between`` for a closed range, not ``&`` of two
+    comparisons) and a ``between`` whose lower bound is not above its upper bound.
+    """
+    if condition is None or attribute is None:
+        return
+    name = attribute.attr_name
+    if isinstance(condition, And):
+        raise QueryValidationError(
+            f"KeyConditionExpressions must only contain one condition per key: the sort key "
+            f"condition joins {len(condition.values)} conditions with '&'; for a range write "
+            f"Model.{name}.between(low, high) (both ends included), or one comparison such as "
+            f"Model.{name} >= low, and move other tests to filter_condition"
+        )
+    if isinstance(condition, Between) and _names(attribute, condition.values[0]):
+        low, high = condition.values[1], condition.values[2]
+        if isinstance(low, Value) and isinstance(high, Value):
+            kind = attribute.attr_type
+            low_value, high_value = low.value.get(kind), high.value.get(kind)
+            known = low_value is not None and high_value is not None
+            if known and _dynamodb_order(kind, low_value) > _dynamodb_order(kind, high_value):
+                raise QueryValidationError(
+                    "Invalid KeyConditionExpression: The BETWEEN operator requires upper "
+                    "bound to be greater than or equal to lower bound; lowerBound: "
+                    f"{low_value!r}, upperBound: {high_value!r}; write "
+                    f"Model.{name}.between({high_value!r}, {low_value!r})"
+                )
+
+
+def check_paging(limit: Any, page_size: Any) -> None:
+    """Refuse, before sending, a ``limit`` or ``page_size`` DynamoDB would refuse."""
+    for field, value, least in (("limit", limit, 0), ("page_size", page_size, 1)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise QueryValidationError(
+                f"1 validation error detected: Value {value!r} at '{field}' failed to satisfy "
+                f"constraint: Member must have value greater than or equal to {max(least, 1)}; "
+                f"pass {field}=None for no {field}, or a positive int"
+            )

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
 
-from shardmodel._conditions import bounds_of
+from shardmodel._conditions import bounds_of, check_key_condition, check_paging
 from shardmodel._keyed import KeyedModel
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.cursor import Cursor, decode_cursor, encode_cursor
@@ -101,6 +101,7 @@ class Queries(KeyedModel):
         """
         attr = cls._query_sharding(index_name) or cls._sharded()
         layout = attr.layout
+        check_key_condition(range_key_condition, cls._query_attribute(index_name, "range"))
         if isinstance(hash_key, PhysicalKey):
             layout.split(hash_key)
             return [[hash_key]]
@@ -231,6 +232,7 @@ class Queries(KeyedModel):
                 f"{cls.__name__}.query(rate_limit=...): a merged query reads shards in "
                 "parallel and cannot share one rate limiter; lower parallelism instead"
             )
+        check_paging(limit, page_size)
         forward = scan_index_forward is not False
         groups = cls._query_groups(
             hash_key,
@@ -350,10 +352,16 @@ class Queries(KeyedModel):
         # a dynamic key's compaction may have retired shards since: their items moved to
         # live shards, where the cursor's last sort key (see _seen_by) tells seen from not
         compacted = cls._shard_directory is not None and identity.index is None
-        if not compacted and not {p.key for p in cursor.shards} <= planned:
+        listed = {p.key for p in cursor.shards}
+        if not compacted and listed != planned:
+            change = (
+                "names shards this query does not read"
+                if listed - planned
+                else ("lacks shards this query reads, which would restart from their beginning")
+            )
             raise CursorError(
-                "last_evaluated_key names shards this query does not read (the range "
-                "condition or the shard layout changed); resume with the same conditions"
+                f"last_evaluated_key {change} (the range condition or the shard layout "
+                "changed, or the cursor was edited); resume with the same conditions"
             )
         return cursor
 
@@ -384,6 +392,7 @@ class Queries(KeyedModel):
                 rate_limit,
             )
             return total
+        check_paging(limit, None)
         counts = None
         if cls._shard_directory is not None and index_name is None:
             counts = cls._read_counts(cls._check_logical(hash_key))

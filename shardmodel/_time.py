@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -53,7 +53,16 @@ def to_utc(name: str, value: Any) -> datetime:
     if isinstance(value, bool):
         raise ShardKeyError(f"{name}: {value!r} is not a time; pass epoch seconds or a datetime")
     if isinstance(value, int | float | Decimal):
-        return datetime.fromtimestamp(float(value), tz=timezone.utc)
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            unit = (
+                "; if it is in milliseconds, divide it by 1000" if abs(float(value)) > 1e11 else ""
+            )
+            raise ShardKeyError(
+                f"{name}: {value!r} is not a time in epoch seconds between the years 1 and "
+                f"9999{unit}"
+            ) from None
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
@@ -71,6 +80,48 @@ def to_utc(name: str, value: Any) -> datetime:
         f"{name}: {type(value).__name__} is not a time; use epoch seconds, an aware datetime "
         "or an ISO 8601 string"
     )
+
+
+def utc_offset_refused(name: str, value: Any) -> None:
+    """Refuse an ISO string whose offset is not UTC (its bucket and its text disagree).
+
+    DynamoDB compares ISO strings as text, while buckets follow the UTC instant: a
+    ``...T22:00:00-05:00`` string sorts inside one day and lives in the next day's
+    bucket. Stored times must therefore be UTC (``Z`` or ``+00:00``).
+    """
+    if not isinstance(value, str):
+        return
+    moment = to_utc(name, value)
+    parsed = datetime.fromisoformat(value)
+    if parsed.utcoffset() != timedelta(0):
+        raise ShardKeyError(
+            f"{name}: {value!r} has the UTC offset {parsed.strftime('%z')}; DynamoDB compares "
+            "ISO strings as text, so a time-bucketed attribute stores UTC times only: save "
+            f"{moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')!r} (the same instant in UTC)"
+        )
+
+
+def text_span(name: str, value: Any) -> tuple[datetime, datetime]:
+    """The earliest and latest UTC instants a query bound may stand for.
+
+    A string bound is compared by DynamoDB as text against stored UTC strings, so its
+    wall time (offset ignored) is what it matches; as a time it is its UTC instant.
+    Reading the buckets of both keeps every item either reading can match. Naive ISO
+    strings bound text only and stand for their wall time.
+    """
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            to_utc(name, value)  # raises the error that names the value
+            raise
+        wall = parsed.replace(tzinfo=timezone.utc)
+        if parsed.tzinfo is None:
+            return wall, wall
+        instant = parsed.astimezone(timezone.utc)
+        return min(wall, instant), max(wall, instant)
+    moment = to_utc(name, value)
+    return moment, moment
 
 
 def bucket_label(moment: datetime, fmt: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import cattrs
 from attrs import frozen
 
+from shardmodel._canonical import canonical_number
 from shardmodel.errors import CursorError
 
 __all__ = ["CURSOR_VERSION", "Cursor", "ShardPosition", "decode_cursor", "encode_cursor"]
@@ -119,13 +120,82 @@ def decode_cursor(token: Any, secret: bytes | None = None) -> Cursor:
         raise CursorError(f"last_evaluated_key was altered or truncated (checksum); {fix}")
     try:
         data = json.loads(payload)
-        if not isinstance(data, dict) or data.get("version") != CURSOR_VERSION:
-            raise CursorError(
-                f"last_evaluated_key has cursor version {data.get('version')!r}, this "
-                f"shardmodel reads version {CURSOR_VERSION}; {fix}"
-            )
+    except ValueError as error:
+        raise CursorError(f"last_evaluated_key is malformed (not JSON); {fix}") from error
+    if not isinstance(data, dict):
+        raise CursorError(f"last_evaluated_key is malformed (not an object); {fix}")
+    if data.get("version") != CURSOR_VERSION:
+        raise CursorError(
+            f"last_evaluated_key has cursor version {data.get('version')!r}, this "
+            f"shardmodel reads version {CURSOR_VERSION}; {fix}"
+        )
+    problem = _payload_problem(data)
+    if problem is not None:
+        raise CursorError(f"last_evaluated_key is malformed ({problem}); {fix}")
+    try:
         return _converter.structure(data, Cursor)
-    except CursorError:
-        raise
     except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as error:
         raise CursorError(f"last_evaluated_key is malformed; {fix}") from error
+
+
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "version": int,
+    "model": str,
+    "index": (str, type(None)),
+    "logical_key": str,
+    "forward": bool,
+    "shards": list,
+}
+_TYPE_TAGS = frozenset({"S", "N", "B"})
+
+
+def _payload_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a decoded cursor payload, checked field by field (None: nothing).
+
+    The checksum only proves the payload was made by someone who can compute it, which
+    without ``Meta.cursor_secret`` is anyone: every field is checked here, strictly (no
+    ``"1"`` for ``1``, no ``"false"`` for ``False``), before it reaches a request.
+    """
+    if set(data) != set(_FIELDS):
+        return f"fields {sorted(data)}, expected {sorted(_FIELDS)}"
+    for name, kind in _FIELDS.items():
+        value = data[name]
+        if isinstance(value, bool) and kind is not bool:
+            return f"{name} is {value!r}"
+        if not isinstance(value, kind):
+            return f"{name} is {value!r}"
+    if not data["shards"]:
+        return "no shards"
+    seen: set[str] = set()
+    for shard in data["shards"]:
+        if not isinstance(shard, dict) or set(shard) != {"key", "start", "done"}:
+            return f"shard entry {shard!r}"
+        key, start, done = shard["key"], shard["start"], shard["done"]
+        if not isinstance(key, str) or not key or key in seen:
+            return f"shard key {key!r}"
+        seen.add(key)
+        if not isinstance(done, bool):
+            return f"done of shard {key!r} is {done!r}"
+        if start is not None and _key_problem(start) is not None:
+            return f"start of shard {key!r}: {_key_problem(start)}"
+    return None
+
+
+def _key_problem(start: Any) -> str | None:
+    """What is wrong with a cursor's text form of an ExclusiveStartKey (None: nothing)."""
+    if not isinstance(start, dict) or not start:
+        return f"{start!r} is not a key"
+    for name, typed in start.items():
+        if not isinstance(typed, dict) or len(typed) != 1:
+            return f"attribute {name!r} is {typed!r}"
+        ((kind, value),) = typed.items()
+        if kind not in _TYPE_TAGS or not isinstance(value, str):
+            return f"attribute {name!r} has type {kind!r} and value {value!r}"
+        try:
+            if kind == "N":
+                canonical_number(value)
+            elif kind == "B":
+                base64.b64decode(value, validate=True)
+        except (ValueError, binascii.Error):
+            return f"attribute {name!r} is not a valid {kind} value"
+    return None

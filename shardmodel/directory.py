@@ -74,11 +74,13 @@ class ShardDirectory:
             item = table.get(logical, consistent_read=consistent)
         except table.DoesNotExist:
             return None
-        return ShardMetadata.from_item(item)
+        return ShardMetadata.from_item(item, self.settings.max_shards)
 
     def every_key(self) -> list[ShardMetadata]:
         """Every key's metadata item (a Scan of the metadata table), most shards first."""
-        found = [ShardMetadata.from_item(item) for item in self.table().scan()]
+        found = [
+            ShardMetadata.from_item(item, self.settings.max_shards) for item in self.table().scan()
+        ]
         return sorted(found, key=lambda m: (-m.readable, m.logical_key))
 
     def _now(self) -> int:
@@ -148,7 +150,7 @@ class ShardDirectory:
             if found is None:  # pragma: no cover - deleted between the two calls
                 return self.create(logical)
             return found
-        return ShardMetadata.from_item(item)
+        return ShardMetadata.from_item(item, self.settings.max_shards)
 
     # -- changes ----------------------------------------------------------------------
 

@@ -11,7 +11,9 @@ built-in exception whose meaning fits, so ``except ValueError`` keeps working::
     ├── UnsupportedOperationError (TypeError) the operation cannot work on this layout
     ├── CursorError (ValueError)              a query cursor cannot be resumed here
     ├── FanOutLimitError (ValueError)         a read would send more requests than its bound
-    └── ShardMetadataError (ValueError)       a metadata item of a dynamic key is malformed
+    ├── QueryValidationError (ShardKeyError, pynamodb QueryError)
+    │                                         DynamoDB would refuse the query (ValidationException)
+    └── ShardMetadataError (ShardKeyError)    a metadata item of a dynamic key is malformed
 
 Messages name the field at fault and say how to fix it. Errors raised while
 preparing a request are raised before anything is sent, so nothing is written.
@@ -20,6 +22,9 @@ preparing a request are raised before anything is sent, so nothing is written.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from botocore.exceptions import ClientError
+from pynamodb.exceptions import QueryError
 
 
 class ShardModelError(Exception):
@@ -76,8 +81,20 @@ class FanOutLimitError(ShardModelError, ValueError):
         self.bound = bound
 
 
-class ShardMetadataError(ShardModelError, ValueError):
+class ShardMetadataError(ShardKeyError):
     """A dynamic key's metadata item (read from the table) breaks the strategy's rules.
 
     The message names the key, the field and the value allowed.
     """
+
+
+class QueryValidationError(ShardKeyError, QueryError):
+    """A query DynamoDB would refuse with ``ValidationException``, refused before sending.
+
+    It is the error a plain PynamoDB model raises for the same query (a ``QueryError``
+    whose ``cause_response_code`` is ``"ValidationException"``), and a :class:`ShardKeyError`.
+    """
+
+    def __init__(self, message: str) -> None:
+        cause = ClientError({"Error": {"Code": "ValidationException", "Message": message}}, "Query")
+        QueryError.__init__(self, message, cause)

@@ -12,17 +12,21 @@ The schema is a compatibility promise: a table created by hand with it works unc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
 from attrs import field, frozen
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.models import Model
 
-from shardmodel.errors import ShardKeyError
-from shardmodel.strategies import ShardCount
+from shardmodel.errors import ShardMetadataError
+from shardmodel.strategies import MAX_SHARDS, ShardCount
 
 __all__ = ["HistoryEntry", "ShardMetadata", "metadata_model"]
+
+_WHOLE = re.compile(r"[0-9]+")
 
 
 @frozen(order=True)
@@ -33,17 +37,23 @@ class HistoryEntry:
     count: int
 
     @classmethod
-    def parse(cls, text: str) -> HistoryEntry:
-        """Read ``"<epoch>:<count>"``; raises :class:`ShardKeyError` naming the bad entry."""
+    def parse(cls, text: str, max_shards: int | None = None, key: str = "") -> HistoryEntry:
+        """Read ``"<epoch>:<count>"`` (whole numbers, ``1 <= count <= max_shards``).
+
+        Raises:
+            ShardMetadataError: naming the key and the bad entry.
+        """
         epoch, sep, count = text.partition(":")
-        try:
+        entry = None
+        if sep and _WHOLE.fullmatch(epoch) and _WHOLE.fullmatch(count):
             entry = cls(int(epoch), int(count))
-        except ValueError:
-            entry = None
-        if not sep or entry is None or entry.count < 1:
-            raise ShardKeyError(
-                f"shard_history entry {text!r} is not '<epoch>:<count>' with a count of at "
-                "least 1; fix the metadata item (e.g. '1700000000:4')"
+        top = max_shards if max_shards is not None else MAX_SHARDS
+        if entry is None or not 1 <= entry.count <= top:
+            where = f"metadata of key {key!r}: " if key else ""
+            raise ShardMetadataError(
+                f"{where}shard_history entry {text!r} is not '<epoch>:<count>' with whole "
+                f"numbers and a count from 1 to {top}; fix the metadata item (e.g. "
+                "'1700000000:4')"
             )
         return entry
 
@@ -87,23 +97,46 @@ class ShardMetadata:
         return len(self.history) > 1
 
     @classmethod
-    def from_item(cls, item: Model) -> ShardMetadata:
-        """Read a metadata model instance (hand-written items included)."""
+    def from_item(cls, item: Model, max_shards: int | None = None) -> ShardMetadata:
+        """Read a metadata model instance (hand-written items included), validated.
+
+        Args:
+            item: the metadata item.
+            max_shards: the strategy's ``max_shards``: no count may exceed it.
+
+        Raises:
+            ShardMetadataError: naming the key and the field that breaks the rules.
+        """
         logical = item.key  # type: ignore[attr-defined]
-        count = item.number_of_shards  # type: ignore[attr-defined]
-        if count is None or int(count) < 1:
-            raise ShardKeyError(
-                f"metadata of key {logical!r}: number_of_shards is {count!r}; set it to a "
-                "count of at least 1"
+        top = max_shards if max_shards is not None else MAX_SHARDS
+        count = _whole(logical, "number_of_shards", item.number_of_shards)  # type: ignore[attr-defined]
+        if count is None or not 1 <= count <= top:
+            raise ShardMetadataError(
+                f"metadata of key {logical!r}: number_of_shards is "
+                f"{item.number_of_shards!r}; it must be a whole number from 1 to {top} "  # type: ignore[attr-defined]
+                "(the strategy's max_shards); fix the item in the metadata table"
             )
+        updated = _whole(logical, "last_updated", item.last_updated)  # type: ignore[attr-defined]
         raw_history = item.shard_history or set()  # type: ignore[attr-defined]
-        updated = item.last_updated  # type: ignore[attr-defined]
         return cls(
             logical_key=logical,
-            number_of_shards=int(count),
-            last_updated=int(updated or 0),
-            history=[HistoryEntry.parse(text) for text in raw_history],
+            number_of_shards=count,
+            last_updated=updated or 0,
+            history=[HistoryEntry.parse(text, top, logical) for text in raw_history],
         )
+
+
+def _whole(logical: str, name: str, value: Any) -> int | None:
+    """A metadata number that must be whole (``2.5`` is refused, never truncated)."""
+    if value is None:
+        return None
+    number = Decimal(str(value))
+    if not number.is_finite() or number != number.to_integral_value():
+        raise ShardMetadataError(
+            f"metadata of key {logical!r}: {name} is {value!r}, not a whole number; fix the "
+            "item in the metadata table"
+        )
+    return int(number)
 
 
 def metadata_model(name: str, table_name: str, hash_name: str, meta: Any) -> type[Model]:

@@ -26,7 +26,9 @@ from shardmodel._time import (
     SystemClock,
     bucket_label,
     check_time_format,
+    text_span,
     to_utc,
+    utc_offset_refused,
 )
 from shardmodel.errors import (
     FanOutLimitError,
@@ -530,6 +532,7 @@ class TimeBuckets:
                 f"TimeBuckets(on={self.on!r}): attribute {self.on!r} has no value; "
                 f"set {self.on} before saving, the bucket is computed from it"
             )
+        utc_offset_refused(f"TimeBuckets(on={self.on!r})", value)
         return self.bucket(value)
 
     def candidates(self, key: KeyValues) -> Sequence[Segment]:
@@ -553,16 +556,22 @@ class TimeBuckets:
         lower, upper = bounds.get(self.on, (None, None))
         if lower is None or upper is None:
             raise UnsupportedOperationError(
-                f"TimeBuckets(on={self.on!r}): the query does not bound {self.on!r}, so the "
-                f"buckets to read are unknown; add a range condition such as "
-                f"Model.{self.on}.between(start, end) (or > start and < end), or pass "
-                f"time_range=(start, end) to query()"
+                f"TimeBuckets(on={self.on!r}): the query does not bound {self.on!r} on both "
+                f"ends, so the buckets to read are unknown; add the range condition "
+                f"Model.{self.on}.between(start, end) (DynamoDB takes one condition per key, "
+                f"so not '&' of two comparisons), or keep a one-sided condition such as "
+                f"Model.{self.on} >= start and pass time_range=(start, end) to query() or "
+                f"count(); for 'since start', use end = now"
             )
         return list(self.buckets_between(lower, upper))
 
     def buckets_between(self, lower: Any, upper: Any) -> list[str]:
-        """Bucket labels from the bucket of ``lower`` to that of ``upper``, in time order."""
-        start, end = to_utc(self.on, lower), to_utc(self.on, upper)
+        """Bucket labels from the bucket of ``lower`` to that of ``upper``, in time order.
+
+        A string bound covers both its wall time and its UTC instant (see
+        :func:`~shardmodel._time.text_span`).
+        """
+        start, end = text_span(self.on, lower)[0], text_span(self.on, upper)[1]
         if end < start:
             return []
         step = _label_step(self.format)
