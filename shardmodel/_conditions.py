@@ -96,8 +96,9 @@ def check_key_condition(condition: Condition | None, attribute: Attribute[Any] |
             if known and _dynamodb_order(kind, low_value) > _dynamodb_order(kind, high_value):
                 raise QueryValidationError(
                     "Invalid KeyConditionExpression: The BETWEEN operator requires upper "
-                    "bound to be greater than or equal to lower bound; lowerBound: "
-                    f"{low_value!r}, upperBound: {high_value!r}; write "
+                    "bound to be greater than or equal to lower bound; lower bound operand: "
+                    f"AttributeValue: {{{kind}:{low_value}}}, upper bound operand: "
+                    f"AttributeValue: {{{kind}:{high_value}}}; swap them: "
                     f"Model.{name}.between({high_value!r}, {low_value!r})"
                 )
 

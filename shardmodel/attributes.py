@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pynamodb.attributes import UnicodeAttribute
+from pynamodb.models import Model
 
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keys import KeyLayout, Placement
@@ -56,3 +57,21 @@ class ShardedKeyAttribute(UnicodeAttribute):
             strategies=strategy, separator=separator, first_shard=first_shard, placement=placement
         )
         self.rng = rng if rng is not None else random.Random()
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        """Refuse a plain PynamoDB ``Model`` owner: it would store the logical key unsharded.
+
+        (Python 3.11 reports this error as the cause of a ``RuntimeError`` raised while
+        the class is created; 3.12 and later raise it as is.)
+        """
+        super().__set_name__(owner, name)
+        if issubclass(owner, Model) and not any(
+            base.__module__ == "shardmodel.models" and base.__name__ == "ShardedModel"
+            for base in owner.__mro__
+        ):
+            raise ShardConfigurationError(
+                f"{owner.__name__}.{name}: a ShardedKeyAttribute shards only on a "
+                f"ShardedModel, and {owner.__name__} is a plain PynamoDB Model that would store "
+                f"the logical key unsharded; write 'class {owner.__name__}(ShardedModel)' "
+                "(from shardmodel import ShardedModel)"
+            )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.models import PlainEvent, RandomEvent
+from tests.models import HashedEvent, IsoEvent, PlainEvent, PlainIsoEvent, RandomEvent
 
 _keys = itertools.count()
 
@@ -22,12 +23,24 @@ scenarios = st.fixed_dictionaries(
         "limit": st.none() | st.integers(1, 70),
         "page_size": st.none() | st.integers(1, 25),
         "resume_after": st.none() | st.integers(0, 60),
+        # numbers DynamoDB treats as equal, written in the forms PynamoDB sends: an int
+        # ("250"), a float ("250.0") or, scaled up, a float in exponent form ("2.5e+18")
+        "scale": st.sampled_from([1, 10**16]),
+        "forms": st.lists(st.sampled_from(["int", "float"]), min_size=60, max_size=60),
+        "bound_form": st.sampled_from(["int", "float"]),
     }
 )
 
 
+def _number(scenario: dict[str, Any], ts: int, form: str) -> int | float:
+    """A timestamp as written: scaled, then as an int or a float (the same DynamoDB number)."""
+    value = ts * scenario.get("scale", 1)
+    return float(value) if form == "float" else value
+
+
 def _conditions(model: Any, scenario: dict[str, Any]) -> tuple[Any, Any]:
-    low, high = scenario["bounds"]
+    form = scenario.get("bound_form", "int")
+    low, high = (_number(scenario, ts, form) for ts in scenario["bounds"])
     attr = model.timestamp
     range_condition = {
         "none": None,
@@ -67,18 +80,56 @@ def _read(model: Any, key: str, scenario: dict[str, Any]) -> list[tuple[int, str
 
 
 def check_equivalence(scenario: dict[str, Any]) -> None:
-    """A sharded model returns exactly what the unsharded reference returns, in order."""
+    """Sharded models return exactly what the unsharded reference returns, in order.
+
+    The plain model gets every number as an int; RandomEvent and HashedEvent get each in
+    the scenario's form, and HashedEvent gets every item a second time in the other form
+    (the same DynamoDB key: it must overwrite, not duplicate). Point reads ask in the
+    other form too.
+    """
     key = f"eq-{next(_keys)}"
-    with PlainEvent.batch_write() as plain, RandomEvent.batch_write() as sharded:
-        for ts in scenario["timestamps"]:
-            kind = "odd" if ts % 2 else "even"
-            plain.save(PlainEvent(user_id=key, timestamp=ts, event_type=kind))
-            sharded.save(RandomEvent(user_id=key, timestamp=ts, event_type=kind))
+    timestamps = scenario["timestamps"]
+    forms = scenario["forms"]
+    written = list(zip(timestamps, forms, strict=False))
+    with (
+        PlainEvent.batch_write() as plain,
+        RandomEvent.batch_write() as randomly,
+        HashedEvent.batch_write() as hashed,
+    ):
+        for ts, form in written:
+            kind = _kind(ts)
+            plain.save(
+                PlainEvent(user_id=key, timestamp=_number(scenario, ts, "int"), event_type=kind)
+            )
+            randomly.save(
+                RandomEvent(user_id=key, timestamp=_number(scenario, ts, form), event_type=kind)
+            )
+            hashed.save(
+                HashedEvent(user_id=key, timestamp=_number(scenario, ts, form), event_type="x")
+            )
+    # the same keys again in the other form: one batch may not name a key twice
+    with HashedEvent.batch_write() as hashed:
+        for ts, form in written:
+            other = _number(scenario, ts, "int" if form == "float" else "float")
+            hashed.save(HashedEvent(user_id=key, timestamp=other, event_type=_kind(ts)))
     expected = _read(PlainEvent, key, scenario)
-    assert _read(RandomEvent, key, scenario) == expected
-    range_condition, filter_condition = _conditions(RandomEvent, scenario)
+    range_condition, filter_condition = _conditions(PlainEvent, scenario)
     plain_count = PlainEvent.count(key, range_condition, filter_condition)
-    assert RandomEvent.count(key, range_condition, filter_condition) == plain_count
+    for model in (RandomEvent, HashedEvent):
+        assert _read(model, key, scenario) == expected, model.__name__
+        range_condition, filter_condition = _conditions(model, scenario)
+        assert model.count(key, range_condition, filter_condition) == plain_count, model.__name__
+    asked = [
+        (key, _number(scenario, ts, "int" if form == "float" else "float"))
+        for ts, form in zip(timestamps, forms, strict=False)
+    ]
+    want = sorted((_number(scenario, ts, "int"), _kind(ts)) for ts in timestamps)
+    for model in (RandomEvent, HashedEvent):
+        got = sorted((e.timestamp, e.event_type) for e in model.batch_get(asked))
+        assert got == want, model.__name__
+    for ts, number in [(ts, n) for (_, n), ts in zip(asked[:3], timestamps, strict=False)]:
+        assert RandomEvent.get(key, number).event_type == _kind(ts)
+        assert HashedEvent.get(key, number).event_type == _kind(ts)
 
 
 def _kind(ts: int) -> str:
@@ -177,3 +228,78 @@ def check_dynamic_equivalence(
     wanted = [(key, ts) for ts in timestamps] + [(key, 501)]  # 501 is never written
     found = sorted((e.timestamp, e.event_type) for e in DynamicEvent.batch_get(wanted))
     assert found == sorted((ts, _kind(ts)) for ts in timestamps)
+
+
+_ISO_START = datetime(2024, 3, 10, tzinfo=timezone.utc)
+_UTC_FORMS = ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S+00:00", "%Y-%m-%dT%H:%M:%S.%fZ")
+
+#: ISO 8601 string sort keys: stored in UTC (three textual forms), queried with bounds at
+#: any offset DynamoDB users write (-12:00 .. +14:00), compared by DynamoDB as text.
+iso_scenarios = st.fixed_dictionaries(
+    {
+        "times": st.lists(
+            st.tuples(st.integers(0, 10 * 24 * 60), st.sampled_from(_UTC_FORMS)),
+            unique_by=lambda t: t[0],
+            max_size=40,
+        ),
+        "bounds": st.tuples(
+            st.integers(-24 * 60, 11 * 24 * 60), st.integers(-24 * 60, 11 * 24 * 60)
+        ),
+        "offsets": st.tuples(st.integers(-12 * 60, 14 * 60), st.integers(-12 * 60, 14 * 60)),
+        "range": st.sampled_from(["between", "ge-with-time-range", "le-with-time-range"]),
+        "forward": st.booleans(),
+        "limit": st.none() | st.integers(1, 45),
+        "resume_after": st.none() | st.integers(0, 40),
+    }
+)
+
+
+def _iso_bound(minutes: int, offset: int) -> str:
+    moment = _ISO_START + timedelta(minutes=minutes)
+    return moment.astimezone(timezone(timedelta(minutes=offset))).isoformat()
+
+
+def check_iso_equivalence(scenario: dict[str, Any]) -> None:
+    """A time-bucketed ISO string key returns exactly what the unsharded reference does."""
+    key = f"iso-{next(_keys)}"
+    stored = sorted(
+        {(_ISO_START + timedelta(minutes=m)).strftime(form) for m, form in scenario["times"]}
+    )
+    with PlainIsoEvent.batch_write() as plain, IsoEvent.batch_write() as sharded:
+        for at in stored:
+            plain.save(PlainIsoEvent(user_id=key, at=at, event_type="e"))
+            sharded.save(IsoEvent(user_id=key, at=at, event_type="e"))
+    low, high = sorted(
+        _iso_bound(m, o) for m, o in zip(scenario["bounds"], scenario["offsets"], strict=True)
+    )
+    far = (_ISO_START - timedelta(days=3), _ISO_START + timedelta(days=14))
+    kind = scenario["range"]
+
+    def read(model: Any) -> list[str]:
+        kwargs: dict[str, Any] = {
+            "scan_index_forward": scenario["forward"],
+            "limit": scenario["limit"],
+        }
+        if kind == "between":
+            kwargs["range_key_condition"] = model.at.between(low, high)
+        elif kind == "ge-with-time-range":
+            kwargs["range_key_condition"] = model.at >= low
+        else:
+            kwargs["range_key_condition"] = model.at <= high
+        if model is IsoEvent and kind != "between":
+            kwargs["time_range"] = far
+        stop = scenario["resume_after"]
+        first = model.query(key, **kwargs)
+        if model is PlainIsoEvent or stop is None:
+            return [e.at for e in first]
+        seen = [e.at for e in itertools.islice(first, stop)]
+        cursor = first.last_evaluated_key
+        if cursor is None:
+            return seen
+        if kwargs["limit"] is not None:
+            kwargs["limit"] -= len(seen)
+            if kwargs["limit"] <= 0:
+                return seen
+        return seen + [e.at for e in model.query(key, last_evaluated_key=cursor, **kwargs)]
+
+    assert read(IsoEvent) == read(PlainIsoEvent)

@@ -214,6 +214,32 @@ class PlainEvent(Model):
     event_type = UnicodeAttribute(null=True)
 
 
+class IsoEvent(ShardedModel):
+    """Events keyed by an ISO 8601 string time, in daily UTC buckets of 3 random shards."""
+
+    class Meta:
+        table_name = "iso-events"
+        region = "us-east-1"
+
+    user_id = ShardedKeyAttribute(
+        hash_key=True, strategy=[TimeBuckets("at", "day"), RandomShards(3)]
+    )
+    at = UnicodeAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
+class PlainIsoEvent(Model):
+    """An unsharded reference model with IsoEvent's schema."""
+
+    class Meta:
+        table_name = "plain-iso-events"
+        region = "us-east-1"
+
+    user_id = UnicodeAttribute(hash_key=True)
+    at = UnicodeAttribute(range_key=True)
+    event_type = UnicodeAttribute(null=True)
+
+
 ALL_MODELS: tuple[type[Model], ...] = (
     RandomEvent,
     HashedEvent,
@@ -227,4 +253,6 @@ ALL_MODELS: tuple[type[Model], ...] = (
     DynamicEvent,
     DynamicViews,
     PlainEvent,
+    IsoEvent,
+    PlainIsoEvent,
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from tests.equivalence import check_equivalence, scenarios
+from tests.equivalence import check_equivalence, check_iso_equivalence, iso_scenarios, scenarios
 
 
 @settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -14,3 +14,12 @@ from tests.equivalence import check_equivalence, scenarios
 def test_sharded_query_equals_unsharded_on_servers(backend: str, scenario: dict[str, Any]) -> None:
     """Sharded and unsharded models agree on a real server too."""
     check_equivalence(scenario)
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=iso_scenarios)
+def test_iso_time_buckets_equal_unsharded_on_servers(
+    backend: str, scenario: dict[str, Any]
+) -> None:
+    """ISO string keys with offset bounds agree with a plain model on a real server too."""
+    check_iso_equivalence(scenario)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.equivalence import check_equivalence, scenarios
+from tests.equivalence import check_equivalence, check_iso_equivalence, iso_scenarios, scenarios
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -17,3 +17,10 @@ pytestmark = pytest.mark.usefixtures("tables")
 def test_sharded_query_equals_unsharded(scenario: dict[str, Any]) -> None:
     """Same items, same order, for conditions, filters, directions, limits, pages, resumes."""
     check_equivalence(scenario)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=iso_scenarios)
+def test_iso_time_buckets_equal_unsharded(scenario: dict[str, Any]) -> None:
+    """ISO string keys in daily buckets, bounds at any offset: what a plain model returns."""
+    check_iso_equivalence(scenario)

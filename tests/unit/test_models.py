@@ -298,7 +298,7 @@ def test_time_buckets_on_iso_string_and_epoch_attributes() -> None:
         timestamp = NumberAttribute(range_key=True)
         event_type = UnicodeAttribute()
 
-    with pytest.raises(ShardKeyError, match="UTC offset \\+0200.*'2024-01-15T23:30:00.000000Z'"):
+    with pytest.raises(ShardKeyError, match=r"UTC offset \+0200.*'2024-01-15T23:30:00.000000Z'"):
         IsoLog(user_id="u", timestamp=1, event_type="2024-01-16T01:30:00+02:00").save()
     IsoLog(user_id="u", timestamp=1, event_type="2024-01-15T23:30:00Z").save()
     IsoLog(user_id="u", timestamp=2, event_type="2024-01-15T23:45:00+00:00").save()
