@@ -121,7 +121,13 @@ class KeyedModel(Model):
             if value is None:
                 continue
             known[name] = value
-            canonical[name] = str(canonical_value(source.attr_type, source.serialize(value)))
+            try:
+                canonical[name] = str(canonical_value(source.attr_type, source.serialize(value)))
+            except ValueError as error:
+                raise ShardKeyError(
+                    f"{cls.__name__}.{name}: {error}; the shard is computed from {name}, give "
+                    "it a finite number"
+                ) from None
         return KeyValues(logical_key=logical, values=known, canonical=canonical, shards=counts)
 
     def _instance_key_values(self, attr: ShardedKeyAttribute | None = None) -> KeyValues:
