@@ -28,11 +28,18 @@ from shardmodel.strategies import (
     TimeBuckets,
 )
 from shardmodel.throttles import throttling_reasons
+from shardmodel.timeseries import (
+    BucketKeyAttribute,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
+    TimeSeriesModel,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "BucketKeyAttribute",
     "CounterAttribute",
     "CursorError",
     "DuplicateItemError",
@@ -44,6 +51,8 @@ __all__ = [
     "MergedQuery",
     "PhysicalKey",
     "RandomShards",
+    "SeriesKeyAttribute",
+    "SeriesTimeAttribute",
     "ShardChange",
     "ShardConfigurationError",
     "ShardCount",
@@ -56,6 +65,7 @@ __all__ = [
     "ShardedKeyAttribute",
     "ShardedModel",
     "TimeBuckets",
+    "TimeSeriesModel",
     "TokenWindow",
     "UnknownShardError",
     "UnsupportedOperationError",

@@ -12,14 +12,18 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from shardmodel import (
+    BucketKeyAttribute,
     CounterAttribute,
     DynamicShards,
     HashShards,
     RandomShards,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
     ShardChange,
     ShardedKeyAttribute,
     ShardedModel,
     TimeBuckets,
+    TimeSeriesModel,
     TokenWindow,
 )
 
@@ -214,6 +218,35 @@ class PlainEvent(Model):
     event_type = UnicodeAttribute(null=True)
 
 
+class SeriesReading(TimeSeriesModel):
+    """The time-series guides' hybrid layout: PK "7#2023-10-27T15", SK "<sensor>#<UTC time>"."""
+
+    class Meta:
+        table_name = "series-readings"
+        region = "us-east-1"
+
+    pk = BucketKeyAttribute(
+        strategy=[HashShards(10, on="sensor_id"), TimeBuckets("timestamp", "hour")],
+        attr_name="PK",
+    )
+    sk = SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK")
+    sensor_id = UnicodeAttribute()
+    timestamp = SeriesTimeAttribute()
+    value = NumberAttribute(null=True)
+
+
+class PlainReading(Model):
+    """An unsharded reference model for SeriesReading: one partition per sensor."""
+
+    class Meta:
+        table_name = "plain-readings"
+        region = "us-east-1"
+
+    sensor_id = UnicodeAttribute(hash_key=True)
+    timestamp = UTCDateTimeAttribute(range_key=True)
+    value = NumberAttribute(null=True)
+
+
 ALL_MODELS: tuple[type[Model], ...] = (
     RandomEvent,
     HashedEvent,
@@ -227,4 +260,6 @@ ALL_MODELS: tuple[type[Model], ...] = (
     DynamicEvent,
     DynamicViews,
     PlainEvent,
+    SeriesReading,
+    PlainReading,
 )
