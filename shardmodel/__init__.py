@@ -33,6 +33,7 @@ from shardmodel.timeseries import (
     SeriesKeyAttribute,
     SeriesTimeAttribute,
     TimeSeriesModel,
+    herd_offset,
 )
 
 __version__ = "0.1.0"
@@ -70,5 +71,6 @@ __all__ = [
     "UnknownShardError",
     "UnsupportedOperationError",
     "__version__",
+    "herd_offset",
     "throttling_reasons",
 ]
