@@ -561,6 +561,37 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         )
 
     @classmethod
+    def get_reading(
+        cls: type[_S],
+        entity: str,
+        at: Any,
+        consistent_read: bool = False,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> _S:
+        """The reading of ``entity`` at time ``at``: one GetItem of its one partition.
+
+        Raises:
+            DoesNotExist: when there is no such reading (as ``Model.get``).
+        """
+        layout = cls._series()
+        name = cls.__name__
+        entity = layout.check_entity(entity, f"{name}.get_reading(entity)")
+        moment = to_utc(f"{name}.get_reading(at)", at)
+        check_fan_out(f"{name}.get_reading({entity!r})", 1, request_bound(cls))
+        attributes = cls.get_attributes()
+        derived = {attributes[n].attr_name for n in (layout.entity, layout.time)}
+        wanted = None
+        if attributes_to_get is not None:
+            wanted = [a for a in attributes_to_get if a not in derived]
+        key_names = [layout.pk().attr_name, layout.sk().attr_name]
+        return cls.get(
+            layout.partition_key(entity, moment),
+            layout.sk().compose(entity, moment),
+            consistent_read=consistent_read,
+            attributes_to_get=cls._with_keys(wanted, key_names),
+        )
+
+    @classmethod
     def latest(
         cls: type[_S],
         entity: str,

@@ -201,6 +201,23 @@ def test_the_last_three_hours_read_exactly_three_partitions() -> None:
     assert [item["SK"] for item in guide if item["SK"] <= f"{SENSOR}#2023-10-27T15:20"] == ours
 
 
+def test_get_reading_reads_one_item_by_entity_and_time() -> None:
+    SeriesReading(sensor_id=SENSOR, timestamp=AT, value=5).save()
+    found = SeriesReading.get_reading(SENSOR, "2023-10-27T17:04:05.123456+02:00")
+    assert (found.sensor_id, found.timestamp, found.value) == (SENSOR, AT, 5)
+    with pytest.raises(SeriesReading.DoesNotExist):
+        SeriesReading.get_reading(SENSOR, AT + timedelta(microseconds=1))
+
+
+def test_entities_at_the_sort_key_limit() -> None:
+    """The sort key may hold 1,024 bytes: entity + '#' + 27 bytes of time."""
+    widest = "é" * 498  # 996 bytes
+    SeriesReading(sensor_id=widest, timestamp=AT, value=1).save()
+    assert [r.sensor_id for r in SeriesReading.query_series(widest, AT, AT)] == [widest]
+    with pytest.raises(ShardKeyError, match="1024-byte"):
+        SeriesReading(sensor_id=widest + "x", timestamp=AT, value=1).save()
+
+
 def test_iso_times_with_offsets_are_stored_in_utc_and_the_instance_shows_utc() -> None:
     reading = SeriesReading(sensor_id=SENSOR, timestamp="2023-10-28T01:30:00+10:30", value=1)
     reading.save()
