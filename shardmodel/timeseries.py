@@ -405,10 +405,8 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         """The stored item: both keys computed, entity and time only in the sort key."""
         self._fill_series_keys()
         data = super().serialize(null_check=null_check)
-        attributes = self.get_attributes()
-        layout = self._series()
-        for name in (layout.entity, layout.time):
-            data.pop(attributes[name].attr_name, None)
+        for name in self._derived_names():
+            data.pop(name, None)
         return data
 
     def _get_hash_range_key_serialized_values(self) -> tuple[Any, Any | None]:
@@ -421,15 +419,11 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
 
     def _check_actions(self, actions: Sequence[Action]) -> None:
         super()._check_actions(actions)
-        layout = self._series()
-        attributes = self.get_attributes()
-        keyed = {attributes[n].attr_name: n for n in (layout.entity, layout.time)}
         for action in actions:
-            named = _named_paths(action.values[0]) & set(keyed)
+            named = _named_paths(action.values[0]) & self._derived_names()
             if named:
-                name = keyed[named.pop()]
                 raise ShardKeyError(
-                    f"{type(self).__name__}.{name} is part of the keys, not a stored "
+                    f"{type(self).__name__}.{named.pop()} is part of the keys, not a stored "
                     "attribute; delete() the reading and save() it with the new value"
                 )
 
@@ -463,6 +457,22 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         self._loaded_keys = (partition, stored)
 
     # -- reads ------------------------------------------------------------------------
+
+    @classmethod
+    def _derived_names(cls) -> set[str]:
+        """The table names of the entity and time: kept in the sort key, never stored."""
+        layout = cls._series()
+        attributes = cls.get_attributes()
+        return {attributes[n].attr_name for n in (layout.entity, layout.time)}
+
+    @classmethod
+    def _series_projection(cls, attributes_to_get: Sequence[str] | None) -> list[str] | None:
+        """A read's projection: both keys (entity and time come from the sort key)."""
+        if attributes_to_get is None:
+            return None
+        layout = cls._series()
+        wanted = [a for a in attributes_to_get if a not in cls._derived_names()]
+        return cls._with_keys(wanted, [layout.pk().attr_name, layout.sk().attr_name])
 
     @classmethod
     def query_series(
@@ -503,9 +513,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
                 f"{high.isoformat()}; pass the earlier time first"
             )
         for attribute in _named_paths(filter_condition):
-            if attribute in (
-                cls.get_attributes()[n].attr_name for n in (layout.entity, layout.time)
-            ):
+            if attribute in cls._derived_names():
                 raise ShardKeyError(
                     f"{name}.query_series(filter_condition=...): {attribute!r} is stored in the "
                     "sort key, not as an attribute; bound the time with start and end instead"
@@ -528,19 +536,12 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         secret = cls._cursor_secret()
         resume = cls._resume(last_evaluated_key, identity, groups, secret)
         key_names = [layout.pk().attr_name, layout.sk().attr_name]
-        attributes = cls.get_attributes()
-        derived = {attributes[n].attr_name for n in (layout.entity, layout.time)}
-        wanted = (
-            None
-            if attributes_to_get is None
-            else [a for a in attributes_to_get if a not in derived]
-        )
         fetch = cls._shard_fetcher(
             range_key_condition=layout.sk().between(
                 layout.sk().compose(entity, low), layout.sk().compose(entity, high)
             ),
             filter_condition=filter_condition,
-            attributes_to_get=cls._with_keys(wanted, key_names),
+            attributes_to_get=cls._series_projection(attributes_to_get),
             consistent_read=consistent_read,
             return_consumed_capacity="TOTAL",
             scan_index_forward=scan_index_forward,
@@ -578,17 +579,11 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         entity = layout.check_entity(entity, f"{name}.get_reading(entity)")
         moment = to_utc(f"{name}.get_reading(at)", at)
         check_fan_out(f"{name}.get_reading({entity!r})", 1, request_bound(cls))
-        attributes = cls.get_attributes()
-        derived = {attributes[n].attr_name for n in (layout.entity, layout.time)}
-        wanted = None
-        if attributes_to_get is not None:
-            wanted = [a for a in attributes_to_get if a not in derived]
-        key_names = [layout.pk().attr_name, layout.sk().attr_name]
         return cls.get(
             layout.partition_key(entity, moment),
             layout.sk().compose(entity, moment),
             consistent_read=consistent_read,
-            attributes_to_get=cls._with_keys(wanted, key_names),
+            attributes_to_get=cls._series_projection(attributes_to_get),
         )
 
     @classmethod
