@@ -599,12 +599,18 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
 
         That is the current hour so far and the ``hours - 1`` whole hours before it: at
         15:20, ``hours=3`` reads 13:00 to 15:20, exactly three partitions on an hourly
-        layout. ``now`` defaults to the wall clock; other keywords are those of
-        :meth:`query_series`.
+        layout. ``now`` defaults to the wall clock; pass it explicitly to page with
+        ``last_evaluated_key`` (every page of one listing uses the first page's ``now``).
+        Other keywords are those of :meth:`query_series`.
         """
         if isinstance(hours, bool) or not isinstance(hours, int) or hours < 1:
             raise ShardKeyError(
                 f"{cls.__name__}.latest(hours={hours!r}): give a whole number of hours, 1 or more"
+            )
+        if now is None and options.get("last_evaluated_key") is not None:
+            raise ShardKeyError(
+                f"{cls.__name__}.latest(last_evaluated_key=...): the window moves with the "
+                "clock, so a resumed page must name the first page's time; pass its now= too"
             )
         moment = datetime.now(timezone.utc) if now is None else to_utc("latest(now)", now)
         start = moment.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)

@@ -305,6 +305,8 @@ def test_bad_ranges_and_filters_are_refused() -> None:
         )
     with pytest.raises(ShardKeyError, match="whole number of hours"):
         SeriesReading.latest(SENSOR, hours=0)
+    with pytest.raises(ShardKeyError, match="pass its now= too"):
+        SeriesReading.latest(SENSOR, hours=2, last_evaluated_key="x.y")
 
 
 def test_filters_projections_updates_and_deletes() -> None:
