@@ -37,7 +37,7 @@ from shardmodel.cursor import encode_cursor
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 from shardmodel.keys import KeyLayout
 from shardmodel.models import ShardedModel, ShardedModelMeta
-from shardmodel.query import MergedQuery, QueryIdentity, dynamodb_sort_key
+from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.request_bound import check_fan_out, request_bound
 from shardmodel.strategies import KeyValues, Segment, ShardStrategy, TimeBounds
 
@@ -475,6 +475,71 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         return cls._with_keys(wanted, [layout.pk().attr_name, layout.sk().attr_name])
 
     @classmethod
+    def _plan_series(
+        cls,
+        what: str,
+        entity: Any,
+        start: Any,
+        end: Any,
+        filter_condition: Condition | None,
+        max_requests: int | None,
+    ) -> tuple[str, list[list[str]], Condition]:
+        """Check a range read and plan it: the entity, its partitions by bucket, the SK range.
+
+        Raises before any request: bad entity or times, a filter on the entity or time,
+        or more partitions than the request bound.
+        """
+        layout = cls._series()
+        name = cls.__name__
+        entity = layout.check_entity(entity, f"{name}.{what}(entity)")
+        low = to_utc(f"{name}.{what}(start)", start)
+        high = to_utc(f"{name}.{what}(end)", end)
+        if high < low:
+            raise ShardKeyError(
+                f"{name}.{what}: start {low.isoformat()} is after end {high.isoformat()}; "
+                "pass the earlier time first"
+            )
+        for attribute in _named_paths(filter_condition):
+            if attribute in cls._derived_names():
+                raise ShardKeyError(
+                    f"{name}.{what}(filter_condition=...): {attribute!r} is stored in the "
+                    "sort key, not as an attribute; bound the time with start and end instead"
+                )
+        check_fan_out(
+            f"{name}.{what}({entity!r})",
+            layout.planned(entity, low, high),
+            request_bound(cls, max_requests),
+        )
+        sort = layout.sk()
+        condition = sort.between(sort.compose(entity, low), sort.compose(entity, high))
+        return entity, layout.partitions(entity, low, high), condition
+
+    @classmethod
+    def count_series(
+        cls,
+        entity: str,
+        start: Any,
+        end: Any,
+        *,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        parallelism: int | None = None,
+        max_requests: int | None = None,
+    ) -> int:
+        """How many readings :meth:`query_series` would return: ``Select=COUNT`` per bucket."""
+        entity, buckets, condition = cls._plan_series(
+            "count_series", entity, start, end, filter_condition, max_requests
+        )
+        fetch = cls._shard_fetcher(
+            range_key_condition=condition,
+            filter_condition=filter_condition,
+            consistent_read=consistent_read,
+            select="COUNT",
+        )
+        keys = [key for bucket in buckets for key in bucket]
+        return count_shards(fetch, keys, cls._parallelism(parallelism))
+
+    @classmethod
     def query_series(
         cls: type[_S],
         entity: str,
@@ -504,27 +569,11 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         """
         layout = cls._series()
         name = cls.__name__
-        entity = layout.check_entity(entity, f"{name}.query_series(entity)")
-        low = to_utc(f"{name}.query_series(start)", start)
-        high = to_utc(f"{name}.query_series(end)", end)
-        if high < low:
-            raise ShardKeyError(
-                f"{name}.query_series: start {low.isoformat()} is after end "
-                f"{high.isoformat()}; pass the earlier time first"
-            )
-        for attribute in _named_paths(filter_condition):
-            if attribute in cls._derived_names():
-                raise ShardKeyError(
-                    f"{name}.query_series(filter_condition=...): {attribute!r} is stored in the "
-                    "sort key, not as an attribute; bound the time with start and end instead"
-                )
-        check_fan_out(
-            f"{name}.query_series({entity!r})",
-            layout.planned(entity, low, high),
-            request_bound(cls, max_requests),
+        entity, buckets, condition = cls._plan_series(
+            "query_series", entity, start, end, filter_condition, max_requests
         )
         width = cls._parallelism(parallelism)
-        groups = _chunks(layout.partitions(entity, low, high), width)
+        groups = _chunks(buckets, width)
         if not scan_index_forward:
             groups.reverse()
         identity = QueryIdentity(
@@ -537,9 +586,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         resume = cls._resume(last_evaluated_key, identity, groups, secret)
         key_names = [layout.pk().attr_name, layout.sk().attr_name]
         fetch = cls._shard_fetcher(
-            range_key_condition=layout.sk().between(
-                layout.sk().compose(entity, low), layout.sk().compose(entity, high)
-            ),
+            range_key_condition=condition,
             filter_condition=filter_condition,
             attributes_to_get=cls._series_projection(attributes_to_get),
             consistent_read=consistent_read,

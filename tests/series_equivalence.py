@@ -131,5 +131,8 @@ def check_series_equivalence(scenario: dict[str, Any]) -> None:
     assert _series(sensor, scenario) == expected
     if scenario is SPREAD:
         assert len(expected) == 17
+    (low, low_utc), (high, high_utc) = scenario["window"]
+    plain_count = PlainReading.count(sensor, PlainReading.timestamp.between(low_utc, high_utc))
+    assert SeriesReading.count_series(sensor, low, high) == plain_count
     for given, moment in scenario["window"]:
         assert to_utc("t", given) == moment

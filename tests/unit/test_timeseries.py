@@ -261,6 +261,23 @@ def test_limits_directions_and_cursors_over_buckets() -> None:
         assert seen == order
 
 
+def test_count_series_counts_every_bucket_once() -> None:
+    for n in range(30):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=17 * n), value=n).save()
+        SeriesReading(
+            sensor_id="sensor-beta-7", timestamp=AT + timedelta(minutes=n), value=n
+        ).save()
+    log = QueryLog()
+    end = AT + timedelta(minutes=17 * 20)
+    assert SeriesReading.count_series(SENSOR, AT, end) == 21
+    assert len(log.partitions) == 6  # 15:04 .. 20:44: six hours, one partition each
+    assert (
+        SeriesReading.count_series(SENSOR, AT, end, filter_condition=SeriesReading.value < 5) == 5
+    )
+    with pytest.raises(FanOutLimitError):
+        SeriesReading.count_series(SENSOR, AT, end, max_requests=5)
+
+
 def test_a_cursor_resumes_only_its_own_sensor_and_direction() -> None:
     for n in range(5):
         SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
