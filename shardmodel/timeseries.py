@@ -162,13 +162,11 @@ class SeriesLayout:
     """A time-series model's checked declaration: which attribute holds what.
 
     Attributes:
-        model: the model's name, for messages.
         keys: the partition key and sort key attributes.
         partition_name: the partition key's python name.
         sort_name: the sort key's python name.
     """
 
-    model: str
     # kept in a tuple: an Attribute held bare acts as a descriptor to type checkers
     keys: tuple[BucketKeyAttribute, SeriesKeyAttribute]
     partition_name: str
@@ -349,7 +347,7 @@ def _configure(cls: Any) -> SeriesLayout | None:
                 f"is known from the reading; use HashShards(n, on={sort.entity!r}) and "
                 f"TimeBuckets({sort.time!r}, 'hour')"
             )
-    return SeriesLayout(model, (partition, sort), partition_name, sort_name)
+    return SeriesLayout((partition, sort), partition_name, sort_name)
 
 
 class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
