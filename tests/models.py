@@ -109,7 +109,11 @@ class FileLog(ShardedModel):
 
 
 class SensorReading(ShardedModel):
-    """The shard-leading layout: pk "7#2023-10-27-15", sk "<sensor>#<iso time>"."""
+    """A shard-leading key on ShardedKeyAttribute: the hour is the logical key, the sort key hashed.
+
+    Kept to pin prefix placement; the time-series guides' layout (hash of the sensor, not
+    of the sort key) is SeriesReading.
+    """
 
     class Meta:
         table_name = "sensor-readings"
