@@ -28,11 +28,19 @@ from shardmodel.strategies import (
     TimeBuckets,
 )
 from shardmodel.throttles import throttling_reasons
+from shardmodel.timeseries import (
+    BucketKeyAttribute,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
+    TimeSeriesModel,
+    herd_offset,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "BucketKeyAttribute",
     "CounterAttribute",
     "CursorError",
     "DuplicateItemError",
@@ -44,6 +52,8 @@ __all__ = [
     "MergedQuery",
     "PhysicalKey",
     "RandomShards",
+    "SeriesKeyAttribute",
+    "SeriesTimeAttribute",
     "ShardChange",
     "ShardConfigurationError",
     "ShardCount",
@@ -56,9 +66,11 @@ __all__ = [
     "ShardedKeyAttribute",
     "ShardedModel",
     "TimeBuckets",
+    "TimeSeriesModel",
     "TokenWindow",
     "UnknownShardError",
     "UnsupportedOperationError",
     "__version__",
+    "herd_offset",
     "throttling_reasons",
 ]

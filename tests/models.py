@@ -12,14 +12,18 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from shardmodel import (
+    BucketKeyAttribute,
     CounterAttribute,
     DynamicShards,
     HashShards,
     RandomShards,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
     ShardChange,
     ShardedKeyAttribute,
     ShardedModel,
     TimeBuckets,
+    TimeSeriesModel,
     TokenWindow,
 )
 
@@ -105,7 +109,11 @@ class FileLog(ShardedModel):
 
 
 class SensorReading(ShardedModel):
-    """The shard-leading layout: pk "7#2023-10-27-15", sk "<sensor>#<iso time>"."""
+    """A shard-leading key on ShardedKeyAttribute: the hour is the logical key, the sort key hashed.
+
+    Kept to pin prefix placement; the time-series guides' layout (hash of the sensor, not
+    of the sort key) is SeriesReading.
+    """
 
     class Meta:
         table_name = "sensor-readings"
@@ -240,6 +248,35 @@ class PlainIsoEvent(Model):
     event_type = UnicodeAttribute(null=True)
 
 
+class SeriesReading(TimeSeriesModel):
+    """The time-series guides' hybrid layout: PK "7#2023-10-27T15", SK "<sensor>#<UTC time>"."""
+
+    class Meta:
+        table_name = "series-readings"
+        region = "us-east-1"
+
+    pk = BucketKeyAttribute(
+        strategy=[HashShards(10, on="sensor_id"), TimeBuckets("timestamp", "hour")],
+        attr_name="PK",
+    )
+    sk = SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK")
+    sensor_id = UnicodeAttribute()
+    timestamp = SeriesTimeAttribute()
+    value = NumberAttribute(null=True)
+
+
+class PlainReading(Model):
+    """An unsharded reference model for SeriesReading: one partition per sensor."""
+
+    class Meta:
+        table_name = "plain-readings"
+        region = "us-east-1"
+
+    sensor_id = UnicodeAttribute(hash_key=True)
+    timestamp = UTCDateTimeAttribute(range_key=True)
+    value = NumberAttribute(null=True)
+
+
 ALL_MODELS: tuple[type[Model], ...] = (
     RandomEvent,
     HashedEvent,
@@ -255,4 +292,6 @@ ALL_MODELS: tuple[type[Model], ...] = (
     PlainEvent,
     IsoEvent,
     PlainIsoEvent,
+    SeriesReading,
+    PlainReading,
 )

@@ -6,6 +6,7 @@ Importing this package has no side effects; the pytest plugin (registered under 
 """
 
 from shardmodel.testing.backend import FAKE_CREDENTIALS, mock_dynamodb
+from shardmodel.testing.burst import BurstResult, run_burst
 from shardmodel.testing.capacity import (
     CapacityLimits,
     PartitionId,
@@ -23,6 +24,7 @@ from shardmodel.testing.tables import bind_models, create_tables, drop_tables
 __all__ = [
     "FAKE_CREDENTIALS",
     "FAULT_KINDS",
+    "BurstResult",
     "CapacityLimits",
     "CapacitySimulator",
     "Clock",
@@ -43,6 +45,7 @@ __all__ = [
     "item_size",
     "mock_dynamodb",
     "read_units",
+    "run_burst",
     "run_load",
     "throttling_reasons",
     "wait_for_port",

@@ -1,0 +1,19 @@
+"""The time-series equivalence property on the servers (moto and dynalite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+
+from tests.series_equivalence import SPREAD, check_series_equivalence, scenarios
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=scenarios)
+@example(scenario=SPREAD)
+def test_series_query_equals_a_plain_model_on_servers(
+    backend: str, scenario: dict[str, Any]
+) -> None:
+    """query_series over buckets and shards returns what one partition per sensor returns."""
+    check_series_equivalence(scenario)

@@ -1,0 +1,376 @@
+"""The hybrid time-bucket layout: the guides' hand-written code and the model agree."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+import boto3
+import pytest
+from boto3.dynamodb.conditions import Key
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+from shardmodel import (
+    BucketKeyAttribute,
+    CursorError,
+    FanOutLimitError,
+    HashShards,
+    RandomShards,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
+    ShardConfigurationError,
+    ShardKeyError,
+    TimeBuckets,
+    TimeSeriesModel,
+)
+from shardmodel.timeseries import series_time_text
+from tests.models import SeriesReading
+from tests.support import raw_items
+
+pytestmark = pytest.mark.usefixtures("tables")
+
+UTC = timezone.utc
+SENSOR = "sensor-alpha-001"
+AT = datetime(2023, 10, 27, 15, 4, 5, 123456, tzinfo=UTC)
+
+
+class GuideTimeSeriesManager:
+    """The guides' hand-written hybrid layout, on boto3, written without shardmodel.
+
+    PK = "{md5(sensor_id) % N}#{YYYY-MM-DDTHH}" (the hour in UTC),
+    SK = "{sensor_id}#{UTC time with microseconds}Z".
+    """
+
+    def __init__(self, table_name: str, num_shards: int = 10) -> None:
+        resource = boto3.resource("dynamodb", region_name="us-east-1")
+        self.table = resource.Table(table_name)
+        self.num_shards = num_shards
+
+    def _shard(self, sensor_id: str) -> int:
+        return int(hashlib.md5(sensor_id.encode("utf-8")).hexdigest(), 16) % self.num_shards
+
+    def put_reading(self, sensor_id: str, timestamp: datetime, value: Decimal) -> None:
+        ts = timestamp.astimezone(timezone.utc)
+        self.table.put_item(
+            Item={
+                "PK": f"{self._shard(sensor_id)}#{ts.strftime('%Y-%m-%dT%H')}",
+                "SK": f"{sensor_id}#{ts.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}",
+                "value": value,
+            }
+        )
+
+    def get_last_hours(self, sensor_id: str, hours: int, now: datetime) -> list[dict[str, Any]]:
+        """Every reading of the last ``hours`` hour buckets, one query per bucket."""
+        items: list[dict[str, Any]] = []
+        for back in reversed(range(hours)):
+            bucket = (now - timedelta(hours=back)).astimezone(timezone.utc)
+            response = self.table.query(
+                KeyConditionExpression=Key("PK").eq(
+                    f"{self._shard(sensor_id)}#{bucket.strftime('%Y-%m-%dT%H')}"
+                )
+                & Key("SK").begins_with(f"{sensor_id}#")
+            )
+            items.extend(response["Items"])
+        return items
+
+
+@pytest.fixture
+def guide_table() -> Iterator[str]:
+    """A second table of SeriesReading's schema, written only by the guide's code."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(
+        TableName="guide-readings",
+        KeySchema=[
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "PK", "AttributeType": "S"},
+            {"AttributeName": "SK", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield "guide-readings"
+    client.delete_table(TableName="guide-readings")
+
+
+#: (sensor, the time as the model is given it, the same time as a datetime, value)
+READINGS: list[tuple[str, Any, datetime, str]] = [
+    (SENSOR, AT, AT, "21.5"),
+    (SENSOR, "2023-10-27T17:09:00.5+02:00", datetime(2023, 10, 27, 15, 9, 0, 500000, UTC), "22"),
+    (SENSOR, 1698422400, datetime(2023, 10, 27, 16, 0, tzinfo=UTC), "-3.25"),
+    (
+        "sensor-beta-7",
+        "2023-10-27T10:59:59.999999-05:00",
+        AT.replace(minute=59, second=59, microsecond=999999),
+        "1",
+    ),
+    ("sensor-beta-7", AT - timedelta(days=400), AT - timedelta(days=400), "0.001"),
+    (
+        "ünïcode-sensor",
+        AT + timedelta(hours=1, minutes=30),
+        AT + timedelta(hours=1, minutes=30),
+        "7",
+    ),
+]
+
+
+def number(text: str) -> int | float:
+    """The python number the model is given for the guide's Decimal (same DynamoDB text)."""
+    return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+def by_key(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"]))
+
+
+def test_the_guides_code_and_the_model_store_byte_identical_items(guide_table: str) -> None:
+    """Same readings, two writers: every stored item is the same, attribute for attribute."""
+    guide = GuideTimeSeriesManager(guide_table)
+    for sensor, given, moment, value in READINGS:
+        guide.put_reading(sensor, moment, Decimal(value))
+        SeriesReading(sensor_id=sensor, timestamp=given, value=number(value)).save()
+    ours = by_key(raw_items(SeriesReading))
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    theirs = by_key(client.scan(TableName=guide_table)["Items"])
+    assert ours == theirs
+    assert len(ours) == len(READINGS)
+    first = next(
+        item for item in ours if item["SK"]["S"] == f"{SENSOR}#2023-10-27T15:04:05.123456Z"
+    )
+    assert first == {
+        "PK": {"S": "7#2023-10-27T15"},
+        "SK": {"S": "sensor-alpha-001#2023-10-27T15:04:05.123456Z"},
+        "value": {"N": "21.5"},
+    }
+
+
+def test_a_table_written_by_the_guide_reads_unchanged() -> None:
+    """Items put by the guide's code come back with sensor, UTC time and value."""
+    guide = GuideTimeSeriesManager("series-readings")
+    for sensor, _, moment, value in READINGS:
+        guide.put_reading(sensor, moment, Decimal(value))
+    got = SeriesReading.query_series(SENSOR, AT - timedelta(hours=1), AT + timedelta(hours=2))
+    assert [(r.sensor_id, r.timestamp, r.value) for r in got] == [
+        (SENSOR, AT, 21.5),
+        (SENSOR, datetime(2023, 10, 27, 15, 9, 0, 500000, UTC), 22),
+        (SENSOR, datetime(2023, 10, 27, 16, 0, tzinfo=UTC), -3.25),
+    ]
+    loaded = SeriesReading.get("7#2023-10-27T15", f"{SENSOR}#2023-10-27T15:04:05.123456Z")
+    assert (loaded.sensor_id, loaded.timestamp) == (SENSOR, AT)
+
+
+class QueryLog:
+    """Every Query request the model's client sends: (partition key, sort key condition)."""
+
+    def __init__(self) -> None:
+        self.partitions: list[str] = []
+        client = SeriesReading._get_connection().connection.client
+        client.meta.events.register("provide-client-params.dynamodb.Query", self.record)
+
+    def record(self, params: dict[str, Any], **_: Any) -> None:
+        self.partitions.append(params["ExpressionAttributeValues"][":0"]["S"])
+
+
+def test_the_last_three_hours_read_exactly_three_partitions() -> None:
+    """latest(sensor, hours=3) at 15:20: buckets 13, 14 and 15 of the sensor's shard, once each."""
+    for minutes in range(0, 6 * 60, 7):  # 10:00 .. 15:53, every 7 minutes
+        moment = datetime(2023, 10, 27, 10, tzinfo=UTC) + timedelta(minutes=minutes)
+        SeriesReading(sensor_id=SENSOR, timestamp=moment, value=minutes).save()
+        SeriesReading(sensor_id="sensor-beta-7", timestamp=moment, value=-minutes).save()
+    log = QueryLog()
+    now = datetime(2023, 10, 27, 15, 20, tzinfo=UTC)
+    readings = SeriesReading.latest(SENSOR, hours=3, now=now)
+    got = [(r.sensor_id, r.timestamp) for r in readings]
+    assert sorted(log.partitions) == ["7#2023-10-27T13", "7#2023-10-27T14", "7#2023-10-27T15"]
+    assert readings.requests == 3
+    expected = [
+        datetime(2023, 10, 27, 10, tzinfo=UTC) + timedelta(minutes=m)
+        for m in range(0, 6 * 60, 7)
+        if datetime(2023, 10, 27, 13, tzinfo=UTC)
+        <= datetime(2023, 10, 27, 10, tzinfo=UTC) + timedelta(minutes=m)
+        <= now
+    ]
+    assert got == [(SENSOR, t) for t in expected]
+    # the guide's loop reads the same three partitions, whole: after 15:20 too
+    guide = GuideTimeSeriesManager("series-readings").get_last_hours(SENSOR, 3, now)
+    ours = [f"{SENSOR}#{series_time_text(t)}" for t in expected]
+    assert [item["SK"] for item in guide if item["SK"] <= f"{SENSOR}#2023-10-27T15:20"] == ours
+
+
+def test_get_reading_reads_one_item_by_entity_and_time() -> None:
+    SeriesReading(sensor_id=SENSOR, timestamp=AT, value=5).save()
+    found = SeriesReading.get_reading(SENSOR, "2023-10-27T17:04:05.123456+02:00")
+    assert (found.sensor_id, found.timestamp, found.value) == (SENSOR, AT, 5)
+    with pytest.raises(SeriesReading.DoesNotExist):
+        SeriesReading.get_reading(SENSOR, AT + timedelta(microseconds=1))
+
+
+def test_entities_at_the_sort_key_limit() -> None:
+    """The sort key may hold 1,024 bytes: entity + '#' + 27 bytes of time."""
+    widest = "é" * 498  # 996 bytes
+    SeriesReading(sensor_id=widest, timestamp=AT, value=1).save()
+    assert [r.sensor_id for r in SeriesReading.query_series(widest, AT, AT)] == [widest]
+    with pytest.raises(ShardKeyError, match="1024-byte"):
+        SeriesReading(sensor_id=widest + "x", timestamp=AT, value=1).save()
+
+
+def test_iso_times_with_offsets_are_stored_in_utc_and_the_instance_shows_utc() -> None:
+    reading = SeriesReading(sensor_id=SENSOR, timestamp="2023-10-28T01:30:00+10:30", value=1)
+    reading.save()
+    assert reading.timestamp == datetime(2023, 10, 27, 15, 0, tzinfo=UTC)
+    assert (reading.pk, reading.sk) == ("7#2023-10-27T15", f"{SENSOR}#2023-10-27T15:00:00.000000Z")
+    with pytest.raises(ShardKeyError, match="no offset"):
+        SeriesReading(sensor_id=SENSOR, timestamp="2023-10-27T15:00:00", value=1).save()
+    with pytest.raises(ShardKeyError, match="naive datetime"):
+        SeriesReading(sensor_id=SENSOR, timestamp=datetime(2023, 10, 27), value=1).save()
+    assert len(raw_items(SeriesReading)) == 1
+
+
+def test_limits_directions_and_cursors_over_buckets() -> None:
+    moments = [AT + timedelta(minutes=13 * n) for n in range(40)]  # about 9 hours
+    for n, moment in enumerate(moments):
+        SeriesReading(sensor_id=SENSOR, timestamp=moment, value=n).save()
+    start, end = moments[3], moments[35]
+    wanted = moments[3:36]
+    for forward in (True, False):
+        order = wanted if forward else wanted[::-1]
+        limited = SeriesReading.query_series(
+            SENSOR, start, end, scan_index_forward=forward, limit=5
+        )
+        assert [r.timestamp for r in limited] == order[:5]
+        seen: list[datetime] = []
+        cursor = None
+        while True:
+            page = SeriesReading.query_series(
+                SENSOR,
+                start,
+                end,
+                scan_index_forward=forward,
+                limit=4,
+                last_evaluated_key=cursor,
+                parallelism=2,
+            )
+            seen.extend(r.timestamp for r in page)
+            cursor = page.last_evaluated_key
+            if cursor is None:
+                break
+        assert seen == order
+
+
+def test_count_series_counts_every_bucket_once() -> None:
+    for n in range(30):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=17 * n), value=n).save()
+        SeriesReading(
+            sensor_id="sensor-beta-7", timestamp=AT + timedelta(minutes=n), value=n
+        ).save()
+    log = QueryLog()
+    end = AT + timedelta(minutes=17 * 20)
+    assert SeriesReading.count_series(SENSOR, AT, end) == 21
+    assert len(log.partitions) == 6  # 15:04 .. 20:44: six hours, one partition each
+    assert (
+        SeriesReading.count_series(SENSOR, AT, end, filter_condition=SeriesReading.value < 5) == 5
+    )
+    with pytest.raises(FanOutLimitError):
+        SeriesReading.count_series(SENSOR, AT, end, max_requests=5)
+
+
+def test_a_cursor_resumes_only_its_own_sensor_and_direction() -> None:
+    for n in range(5):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
+    page = SeriesReading.query_series(SENSOR, AT, AT + timedelta(hours=1), limit=2)
+    assert len(list(page)) == 2
+    with pytest.raises(CursorError, match="another query"):
+        SeriesReading.query_series(
+            "sensor-beta-7", AT, AT + timedelta(hours=1), last_evaluated_key=page.last_evaluated_key
+        )
+
+
+def test_every_read_checks_its_bound_before_the_first_request() -> None:
+    log = QueryLog()
+    with pytest.raises(FanOutLimitError, match="49 partitions"):
+        SeriesReading.query_series(SENSOR, AT, AT + timedelta(hours=48), max_requests=48)
+    assert log.partitions == []
+    assert (
+        list(SeriesReading.query_series(SENSOR, AT, AT + timedelta(hours=48), max_requests=49))
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("entity", "match"),
+    [("a#b", "separator"), ("", "empty"), (7, "must be a str"), ("x" * 1000, "1024-byte")],
+)
+def test_bad_entities_are_refused_before_anything_is_sent(entity: Any, match: str) -> None:
+    log = QueryLog()
+    with pytest.raises(ShardKeyError, match=match):
+        SeriesReading(sensor_id=entity, timestamp=AT, value=1).save()
+    with pytest.raises(ShardKeyError, match=match):
+        list(SeriesReading.query_series(entity, AT, AT))
+    assert log.partitions == [] and raw_items(SeriesReading) == []
+
+
+def test_bad_ranges_and_filters_are_refused() -> None:
+    with pytest.raises(ShardKeyError, match="after end"):
+        SeriesReading.query_series(SENSOR, AT, AT - timedelta(seconds=1))
+    with pytest.raises(ShardKeyError, match="stored in the sort key"):
+        SeriesReading.query_series(
+            SENSOR, AT, AT, filter_condition=SeriesReading.sensor_id == SENSOR
+        )
+    with pytest.raises(ShardKeyError, match="whole number of hours"):
+        SeriesReading.latest(SENSOR, hours=0)
+    with pytest.raises(ShardKeyError, match="pass its now= too"):
+        SeriesReading.latest(SENSOR, hours=2, last_evaluated_key="x.y")
+
+
+def test_filters_projections_updates_and_deletes() -> None:
+    for n in range(6):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
+    odd = SeriesReading.query_series(
+        SENSOR, AT, AT + timedelta(hours=1), filter_condition=SeriesReading.value > 2, limit=2
+    )
+    assert [r.value for r in odd] == [3, 4]
+    slim = list(SeriesReading.query_series(SENSOR, AT, AT, attributes_to_get=["timestamp"]))
+    assert [(r.sensor_id, r.timestamp, r.value) for r in slim] == [(SENSOR, AT, None)]
+    reading = SeriesReading.get("7#2023-10-27T15", f"{SENSOR}#2023-10-27T15:04:05.123456Z")
+    reading.update(actions=[SeriesReading.value.set(99)])
+    reading.refresh()
+    assert (reading.value, reading.timestamp) == (99, AT)
+    with pytest.raises(ShardKeyError, match="part of the keys"):
+        reading.update(actions=[SeriesReading.sensor_id.set("other")])
+    reading.delete()
+    assert len(raw_items(SeriesReading)) == 5
+
+
+def declare(**keys: Any) -> type[TimeSeriesModel]:
+    namespace: dict[str, Any] = {
+        "Meta": type("Meta", (), {"table_name": "t", "region": "us-east-1"}),
+        "sensor_id": UnicodeAttribute(),
+        "timestamp": SeriesTimeAttribute(),
+        "value": NumberAttribute(null=True),
+        **keys,
+    }
+    return type("Bad", (TimeSeriesModel,), namespace)
+
+
+def test_bad_declarations_are_refused_at_definition() -> None:
+    sk = SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK")
+    with pytest.raises(ShardConfigurationError, match="follow from the entity"):
+        declare(pk=BucketKeyAttribute(strategy=RandomShards(4)), sk=sk)
+    with pytest.raises(ShardConfigurationError, match="follow from the entity"):
+        declare(pk=BucketKeyAttribute(strategy=HashShards(4, on="value")), sk=sk)
+    with pytest.raises(ShardConfigurationError, match="time text holds"):
+        declare(
+            pk=BucketKeyAttribute(strategy=TimeBuckets("timestamp", "hour")),
+            sk=SeriesKeyAttribute(entity="sensor_id", time="timestamp", separator="-"),
+        )
+    with pytest.raises(ShardConfigurationError, match="SeriesTimeAttribute"):
+        declare(
+            pk=BucketKeyAttribute(strategy=TimeBuckets("timestamp", "hour")),
+            sk=SeriesKeyAttribute(entity="sensor_id", time="value"),
+        )
+    with pytest.raises(ShardConfigurationError, match="one BucketKeyAttribute"):
+        declare(sk=sk)
