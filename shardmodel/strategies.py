@@ -42,6 +42,7 @@ __all__ = [
     "DynamicShards",
     "HashShards",
     "KeyValues",
+    "OrderedShards",
     "RandomShards",
     "Segment",
     "ShardChange",
@@ -609,3 +610,8 @@ def _label_step(fmt: str) -> timedelta:
     if any(code in fmt for code in ("%H", "%I", "%p")):
         return timedelta(hours=1)
     return timedelta(days=1)
+
+
+# OrderedShards lives in its own module (it brings its attribute and sample tooling);
+# imported last, as it builds on the helpers above
+from shardmodel.ordered import OrderedShards  # noqa: E402
