@@ -77,6 +77,12 @@ def normalized(normalize: Normalize | None, value: str) -> str:
     """
     if normalize is None:
         return value
+    if normalize is default_normalize:
+        if value.isascii():  # the common case, and NFKD leaves ASCII as it is
+            return value.lower()
+        once = unicodedata.normalize("NFKD", value.lower())
+        if once.lower() == once:  # NFKD of NFKD text is itself: only case can change
+            return once
     current = value
     for _ in range(_FIXPOINT_ROUNDS):
         following = normalize(current)
