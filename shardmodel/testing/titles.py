@@ -34,10 +34,10 @@ def _vocabulary(rng: random.Random, size: int) -> list[str]:
 
 
 def generate_titles(count: int, seed: int = 1) -> Iterator[str]:
-    """``count`` titles, deterministic for ``seed``."""
+    """``count`` titles, deterministic for ``seed``; every seed draws from one vocabulary."""
     rng = random.Random(seed)
-    vocabulary = _vocabulary(rng, 3000)
-    weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocabulary))))
+    vocabulary = _vocabulary(random.Random(0), 3000)
+    weights = list(itertools.accumulate(1.0 / (rank + 5) for rank in range(len(vocabulary))))
     for _ in range(count):
         roll = rng.random()
         if roll < 1 / 60:
