@@ -77,7 +77,9 @@ def test_ten_thousand_writes_a_second_spread_over_ordered_shards(
     print(simulator.report(limit=25))
     assert spread.calls == RATE and spread.failures == 0
     assert simulator.table_usage("listed-albums").write_throttles == 0
-    assert simulator.table_usage("one-listing").write_throttles > 0  # one partition: too hot
+    # one partition: too hot (botocore's retries may still land every write, later)
+    assert one.calls == RATE * 3 // 10
+    assert simulator.table_usage("one-listing").write_throttles > 0
     busiest = max(
         use.write_units for part, use in simulator.usage().items() if part.table == "listed-albums"
     )
