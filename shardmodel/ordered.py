@@ -92,6 +92,13 @@ def normalized(normalize: Normalize | None, value: str) -> str:
     return current
 
 
+def normalized_all(normalize: Normalize | None, values: Iterable[str]) -> list[str]:
+    """:func:`normalized` of every value (ASCII values of the default inline: fast)."""
+    if normalize is default_normalize:
+        return [v.lower() if v.isascii() else normalized(normalize, v) for v in values]
+    return [normalized(normalize, v) for v in values]
+
+
 def prefix_end(prefix: str) -> str | None:
     """The smallest string above every string that starts with ``prefix`` (None: none).
 
@@ -279,7 +286,8 @@ class OrderedShards:
                 f"OrderedShards.from_sample(prefix={prefix!r}): give the boundary length in "
                 "characters, at least 1 (default 20)"
             )
-        ordered = sorted(normalized(normalize, v) for v in values)
+        ordered = normalized_all(normalize, values)
+        ordered.sort()
         cuts = sample_cuts(ordered, shards, prefix, normalize)
         if cuts.repeated:
             warnings.warn(

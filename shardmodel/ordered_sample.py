@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from attrs import frozen
 
-from shardmodel.ordered import default_normalize, normalized, sample_cuts
+from shardmodel.ordered import default_normalize, normalized_all, sample_cuts
 
 __all__ = ["BoundaryReport", "add_command", "boundary_report", "read_chunks", "read_values"]
 
@@ -60,7 +60,7 @@ class BoundaryReport:
 
 def boundary_report(values: Iterable[str], shards: int, prefix: int = 20) -> BoundaryReport:
     """Normalize, sort and cut a sample as :meth:`OrderedShards.from_sample` does."""
-    ordered = [normalized(default_normalize, value) for value in values]
+    ordered = normalized_all(default_normalize, values)
     ordered.sort()
     cuts = sample_cuts(ordered, shards, prefix, default_normalize)
     step = max(1, math.ceil(len(ordered) / shards))

@@ -137,7 +137,12 @@ class ShardStrategy(Protocol):
 
     @property
     def ordered(self) -> bool:
-        """True when segments split the sort order (read them one after another)."""
+        """True when segments split the sort order (read them one after another).
+
+        An ordered strategy whose several segments share one range of the order may
+        define ``group_of(segment) -> int``: segments of one group are merged, groups
+        are read in ascending order (OrderedShards' overflow sub-shards).
+        """
         ...
 
     def query_candidates(self, key: KeyValues, bounds: Mapping[str, TimeBounds]) -> list[Segment]:

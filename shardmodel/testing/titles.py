@@ -19,18 +19,20 @@ COMMON_TITLES = ("Greatest Hits", "Live", "Untitled", "The Best Of", "Demo", "Ch
 
 _SYLLABLES = [
     "ka", "lo", "mi", "ra", "su", "te", "vo", "an", "el", "is", "or", "un", "bre", "cha",
-    "dre", "fla", "glo", "pra", "stri", "tho", "wi", "zé", "ñu", "ø", "lü",
+    "dre", "fla", "glo", "pra", "stri", "tho", "wi", "ze", "nu", "o", "lu",
 ]  # fmt: skip
-_FOREIGN = ["東京", "夜", "音楽", "사랑", "любовь", "🎵", "Ωmega", "Ärger", "Ça"]
+#: Words with accents, other scripts and emoji: rarer than the plain ones, as in real data.
+_FOREIGN = ["東京", "夜", "音楽", "사랑", "любовь", "🎵", "Ωmega", "Ärger", "Ça", "café", "señor"]
+_FOREIGN += ["naïve", "Émile", "über", "fiancé", "Ǆungla", "ﬁn", "㎁"]
 
 
 def _vocabulary(rng: random.Random, size: int) -> list[str]:
     words = {"the", "of", "love", "night", "a", "in", "my", "blue", "song", "live"}
     while len(words) < size:
         words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4))))
-    ordered = sorted(words)
+    ordered = sorted(words) + _FOREIGN
     rng.shuffle(ordered)
-    return ordered + _FOREIGN
+    return ordered
 
 
 def generate_titles(count: int, seed: int = 1) -> Iterator[str]:
