@@ -208,7 +208,5 @@ def check_ordered_equivalence(scenario: dict[str, Any]) -> None:
         _same_listing(got, expected)
         if scenario["limit"] is None:
             assert sorted(i for _, i in got) == sorted(i for _, i in expected)
-    if layout == "table":
-        assert model.count(listing, condition) == PlainAlbum.by_title.count(
-            listing, plain_condition
-        )
+    count = model.count if layout == "table" else model.by_title.count
+    assert count(listing, condition) == PlainAlbum.by_title.count(listing, plain_condition)
