@@ -1,8 +1,9 @@
-"""Run every benchmark: `python -m benchmarks` (write path, merged query, request floor)."""
+"""Run every benchmark: `python -m benchmarks` (write path, merged query, request floor,
+ordered-shard boundaries)."""
 
 from __future__ import annotations
 
-from benchmarks import query_bench, request_floor, write_path
+from benchmarks import boundaries_bench, query_bench, request_floor, write_path
 
 
 def main() -> None:
@@ -13,6 +14,8 @@ def main() -> None:
     query_bench.main()
     print("\n== benchmarks/request_floor.py")
     request_floor.main()
+    print("\n== benchmarks/boundaries_bench.py")
+    boundaries_bench.main()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from shardmodel.errors import (
 from shardmodel.keys import KeyLayout, PhysicalKey
 from shardmodel.metadata import HistoryEntry, ShardMetadata
 from shardmodel.models import ShardedBatchWrite, ShardedModel
+from shardmodel.ordered import BoundaryWarning, NormalizedAttribute, OrderedShards
 from shardmodel.query import MergedQuery
 from shardmodel.retry import Backoff
 from shardmodel.strategies import (
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Backoff",
+    "BoundaryWarning",
     "BucketKeyAttribute",
     "CounterAttribute",
     "CursorError",
@@ -50,6 +52,8 @@ __all__ = [
     "HistoryEntry",
     "KeyLayout",
     "MergedQuery",
+    "NormalizedAttribute",
+    "OrderedShards",
     "PhysicalKey",
     "RandomShards",
     "SeriesKeyAttribute",

@@ -8,10 +8,17 @@ from typing import Any
 from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER, STRING
-from pynamodb.expressions.condition import And, Between, Comparison, Condition
+from pynamodb.expressions.condition import And, BeginsWith, Between, Comparison, Condition
 from pynamodb.expressions.operand import Path, Value
 
 from shardmodel.errors import QueryValidationError
+
+
+class Prefix(str):
+    """The lower bound of ``begins_with(prefix)``: every match also sorts below the end
+    of the prefix's range (see :func:`shardmodel.ordered.prefix_end`)."""
+
+    __slots__ = ()
 
 
 @frozen
@@ -51,6 +58,10 @@ def bounds_of(condition: Condition | None, attribute: Attribute[Any]) -> Bounds:
             lower=_value(attribute, condition.values[1]),
             upper=_value(attribute, condition.values[2]),
         )
+    if isinstance(condition, BeginsWith) and _names(attribute, condition.values[0]):
+        operand = condition.values[1]
+        text = operand.value.get(STRING) if isinstance(operand, Value) else None
+        return Bounds() if text is None else Bounds(lower=Prefix(text))
     if isinstance(condition, Comparison) and _names(attribute, condition.values[0]):
         value = _value(attribute, condition.values[1])
         if condition.operator == "=":

@@ -134,9 +134,15 @@ class Queries(KeyedModel):
         ]
         groups: dict[tuple[int, ...], list[str]] = {}
         ranges = [range(len(c)) for c in per_strategy]
+        # an ordered strategy may put several segments in one range (OrderedShards'
+        # overflow sub-shards): its group_of names the range, merged within
+        ranks = [getattr(s, "group_of", None) for s in layout.strategies]
         for combo in itertools.product(*ranges):
             segments = [per_strategy[i][j] for i, j in enumerate(combo)]
-            group = tuple(combo[i] for i in splits)
+            group = tuple(
+                combo[i] if ranks[i] is None else ranks[i](segments[i])  # type: ignore[misc]
+                for i in splits
+            )
             physical = layout.readable(logical, segments)  # None: too long to be stored
             if physical is not None:
                 groups.setdefault(group, []).append(physical)

@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         "--grace", type=float, default=5.0, help="seconds between copying and deleting"
     )
     shards.add_argument("--host", help="the DynamoDB endpoint (default: the model's Meta.host)")
+    from shardmodel.ordered_sample import add_command  # each command in its own module
+
+    add_command(commands)
     return parser
 
 
@@ -84,6 +87,8 @@ def _shards(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
+    if hasattr(args, "run"):
+        return int(args.run(args))
     if args.command == "demo":
         from shardmodel.demo import run_demo
 

@@ -228,10 +228,14 @@ class KeyLayout:
         _, stored = self.split(existing)
         segments: list[Segment] = []
         for strategy, text in zip(self.strategies, stored, strict=True):
-            if not strategy.deterministic:
+            if not strategy.deterministic and not strategy.attributes:
                 segments.append(text)
                 continue
-            fresh = self.segment_text(strategy.pick(key, rng))
+            if strategy.deterministic:
+                fresh = self.segment_text(strategy.pick(key, rng))
+            else:  # random among the segments the values allow (OrderedShards overflow)
+                allowed = [self.segment_text(c) for c in strategy.candidates(key)]
+                fresh = text if text in allowed else allowed[0]
             if fresh != text:
                 names = ", ".join(strategy.attributes)
                 raise ShardKeyError(

@@ -27,6 +27,7 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import KeyLayout
+from shardmodel.ordered import OrderedShards, check_sort_key
 from shardmodel.strategies import DynamicShards, KeyValues, TimeBuckets
 
 __all__ = ["ShardedBatchWrite", "ShardedModel", "ShardedModelMeta"]
@@ -146,6 +147,8 @@ def _check_layout(cls: Any, attr: ShardedKeyAttribute, attributes: dict[str, Any
                     f"{cls.__name__}: {type(strategy).__name__} reads {name!r}, a "
                     f"{type(source).__name__}; shard on a string or number attribute"
                 )
+            if isinstance(strategy, OrderedShards):
+                check_sort_key(cls, attr, strategy)
             if isinstance(strategy, TimeBuckets) and source is attr:
                 raise ShardConfigurationError(
                     f"{cls.__name__}: TimeBuckets(on={name!r}) names the partition key itself; "

@@ -44,6 +44,7 @@ __all__ = [
     "DynamicShards",
     "HashShards",
     "KeyValues",
+    "OrderedShards",
     "RandomShards",
     "Segment",
     "ShardChange",
@@ -138,7 +139,12 @@ class ShardStrategy(Protocol):
 
     @property
     def ordered(self) -> bool:
-        """True when segments split the sort order (read them one after another)."""
+        """True when segments split the sort order (read them one after another).
+
+        An ordered strategy whose several segments share one range of the order may
+        define ``group_of(segment) -> int``: segments of one group are merged, groups
+        are read in ascending order (OrderedShards' overflow sub-shards).
+        """
         ...
 
     def query_candidates(self, key: KeyValues, bounds: Mapping[str, TimeBounds]) -> list[Segment]:
@@ -618,3 +624,8 @@ def _label_step(fmt: str) -> timedelta:
     if any(code in fmt for code in ("%H", "%I", "%p")):
         return timedelta(hours=1)
     return timedelta(days=1)
+
+
+# OrderedShards lives in its own module (it brings its attribute and sample tooling);
+# imported last, as it builds on the helpers above
+from shardmodel.ordered import OrderedShards  # noqa: E402

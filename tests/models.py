@@ -16,6 +16,8 @@ from shardmodel import (
     CounterAttribute,
     DynamicShards,
     HashShards,
+    NormalizedAttribute,
+    OrderedShards,
     RandomShards,
     SeriesKeyAttribute,
     SeriesTimeAttribute,
@@ -277,6 +279,71 @@ class PlainReading(Model):
     value = NumberAttribute(null=True)
 
 
+class OrderedAlbum(ShardedModel):
+    """Albums listed alphabetically over ordered shards; the sort key is normalized."""
+
+    class Meta:
+        table_name = "ordered-albums"
+        region = "us-east-1"
+
+    listing = ShardedKeyAttribute(
+        hash_key=True, strategy=OrderedShards(["", "g", "n", "t"], on="title_key")
+    )
+    title_key = NormalizedAttribute(range_key=True)
+    title = UnicodeAttribute(null=True)
+
+
+class ByTitle(GlobalSecondaryIndex["IndexedAlbum"]):
+    """Every album by normalized title: the listing key is spread over ordered shards."""
+
+    class Meta:
+        index_name = "by-title"
+        projection = AllProjection()
+
+    listing = UnicodeAttribute(hash_key=True)
+    title_key = UnicodeAttribute(range_key=True)
+
+
+class IndexedAlbum(ShardedModel):
+    """Albums keyed by id, listed by title through an ordered, overflowing index."""
+
+    class Meta:
+        table_name = "indexed-albums"
+        region = "us-east-1"
+
+    album_id = UnicodeAttribute(hash_key=True)
+    listing = ShardedKeyAttribute(
+        strategy=OrderedShards(["", "m"], on="title_key", overflow={"greatest hits": 3}),
+        null=True,
+    )
+    title_key = NormalizedAttribute()
+    by_title = ByTitle()
+
+
+class PlainByTitle(GlobalSecondaryIndex["PlainAlbum"]):
+    """The unsharded reference index: one partition per listing."""
+
+    class Meta:
+        index_name = "by-title"
+        projection = AllProjection()
+
+    listing = UnicodeAttribute(hash_key=True)
+    title_key = UnicodeAttribute(range_key=True)
+
+
+class PlainAlbum(Model):
+    """The unsharded reference of both album models; ``title_key`` holds normalized text."""
+
+    class Meta:
+        table_name = "plain-albums"
+        region = "us-east-1"
+
+    album_id = UnicodeAttribute(hash_key=True)
+    listing = UnicodeAttribute()
+    title_key = UnicodeAttribute()
+    by_title = PlainByTitle()
+
+
 ALL_MODELS: tuple[type[Model], ...] = (
     RandomEvent,
     HashedEvent,
@@ -294,4 +361,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     PlainIsoEvent,
     SeriesReading,
     PlainReading,
+    OrderedAlbum,
+    IndexedAlbum,
+    PlainAlbum,
 )

@@ -1,0 +1,227 @@
+"""``shardmodel boundaries FILE``: OrderedShards boundaries from a sample file.
+
+Reads one value per line (a text file) or one column of a CSV/TSV file, normalizes and
+sorts the values, and prints the boundaries as a Python list to paste into
+``OrderedShards(...)``, how much the largest shard holds relative to the mean, and the
+values that fill more than a shard on their own (give them ``overflow=`` sub-shards).
+The standard library suffices: a million titles take a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import csv
+import itertools
+import math
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from attrs import frozen
+
+from shardmodel.ordered import default_normalize, normalized_all, sample_cuts
+
+__all__ = ["BoundaryReport", "add_command", "boundary_report", "read_chunks", "read_values"]
+
+#: Without a terminal, a progress line every this many rows.
+PROGRESS_ROWS = 1_000_000
+#: On a terminal, the progress line is redrawn every this many rows.
+TERMINAL_ROWS = 100_000
+
+
+@frozen
+class BoundaryReport:
+    """What a sample says about ordered shards.
+
+    Attributes:
+        boundaries: the boundaries, first ``''``.
+        sizes: sample values per shard.
+        overflow: values that fill more than a shard, with the sub-shards they need.
+        values: the sample size.
+        shards: the shard count asked for.
+    """
+
+    boundaries: tuple[str, ...]
+    sizes: tuple[int, ...]
+    overflow: tuple[tuple[str, int], ...]
+    values: int
+    shards: int
+
+    @property
+    def largest_ratio(self) -> float:
+        """The largest shard's values over the mean per shard (1.0: perfectly even)."""
+        if not self.values:
+            return 0.0
+        return max(self.sizes) / (self.values / len(self.sizes))
+
+
+def boundary_report(values: Iterable[str], shards: int, prefix: int = 20) -> BoundaryReport:
+    """Normalize, sort and cut a sample as :meth:`OrderedShards.from_sample` does."""
+    ordered = normalized_all(default_normalize, values)
+    ordered.sort()
+    cuts = sample_cuts(ordered, shards, prefix, default_normalize)
+    step = max(1, math.ceil(len(ordered) / shards))
+    overflow = []
+    # a run of more than ``step`` equal values covers a multiple of step: look only there
+    for value in dict.fromkeys(ordered[position] for position in range(0, len(ordered), step)):
+        count = bisect.bisect_right(ordered, value) - bisect.bisect_left(ordered, value)
+        if count > step:
+            overflow.append((value, max(2, math.ceil(count / step))))
+    return BoundaryReport(cuts.boundaries, cuts.sizes, tuple(overflow), len(ordered), shards)
+
+
+class _Progress:
+    """Rows read so far, on stderr: redrawn on a terminal, a line per million otherwise."""
+
+    def __init__(self, stream: TextIO, path: str) -> None:
+        self.stream = stream
+        self.path = path
+        self.terminal = stream.isatty()
+        self.every = TERMINAL_ROWS if self.terminal else PROGRESS_ROWS
+        self.started = time.monotonic()
+
+    def show(self, rows: int, final: bool = False) -> None:
+        seconds = time.monotonic() - self.started
+        text = f"{self.path}: {rows:,} rows read ({seconds:.1f} s)"
+        if self.terminal:
+            self.stream.write("\r" + text + ("\n" if final else ""))
+        elif not final:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _delimiter(path: str, delimiter: str | None) -> str | None:
+    if delimiter is not None:
+        return {"TAB": "\t", "\\t": "\t", "COMMA": ","}.get(delimiter.upper(), delimiter)
+    suffix = Path(path).suffix.lower()
+    return {".tsv": "\t", ".tab": "\t", ".csv": ","}.get(suffix)
+
+
+def read_values(
+    path: str,
+    column: str | None = None,
+    delimiter: str | None = None,
+    progress: TextIO | None = None,
+) -> Iterator[str]:
+    """The values of a sample file: lines of a text file, or a column of a CSV/TSV file.
+
+    ``column`` is a 0-based index or a header name (then the first row is the header);
+    the delimiter follows the extension (``.csv``: comma, ``.tsv``: tab) unless given.
+    Empty values are skipped.
+    """
+    for chunk in read_chunks(path, column, delimiter, progress):
+        yield from chunk
+
+
+#: Rows read and filtered at a time: list comprehensions over a chunk, not a generator.
+CHUNK_ROWS = 50_000
+
+
+def read_chunks(
+    path: str,
+    column: str | None = None,
+    delimiter: str | None = None,
+    progress: TextIO | None = None,
+) -> Iterator[list[str]]:
+    """:func:`read_values` in lists of up to :data:`CHUNK_ROWS` values (faster)."""
+    separator = _delimiter(path, delimiter)
+    meter = _Progress(progress, path) if progress is not None else None
+    count = 0
+    with open(path, encoding="utf-8", newline="") as handle:
+        if separator is None and column is None:
+            lines = (line.rstrip("\r\n") for line in handle)
+            while chunk := list(itertools.islice(lines, CHUNK_ROWS)):
+                count = _counted(meter, count, len(chunk))
+                yield [value for value in chunk if value]
+        else:
+            reader = csv.reader(handle, delimiter=separator or "\t", strict=False)
+            position, rows = _column(reader, column, path)
+            while rows_chunk := list(itertools.islice(rows, CHUNK_ROWS)):
+                count = _counted(meter, count, len(rows_chunk))
+                yield [row[position] for row in rows_chunk if len(row) > position and row[position]]
+    if meter is not None:
+        meter.show(count, final=True)
+
+
+def _counted(meter: _Progress | None, count: int, more: int) -> int:
+    total = count + more
+    if meter is not None and total // meter.every > count // meter.every:
+        meter.show(total)
+    return total
+
+
+def _column(reader: Iterator[list[str]], column: str | None, path: str) -> tuple[int, Any]:
+    if column is None:
+        return 0, reader
+    if column.isdigit():
+        return int(column), reader
+    header = next(reader, [])
+    if column not in header:
+        raise SystemExit(
+            f"shardmodel boundaries: {path} has no column {column!r}; its header is "
+            f"{header[:10]}; give a header name or a 0-based index"
+        )
+    return header.index(column), reader
+
+
+def format_report(report: BoundaryReport) -> str:
+    """The report as text: the boundaries to paste, the balance, the overflow values."""
+    lines = ["boundaries = ["]
+    lines += [f"    {boundary!r}," for boundary in report.boundaries]
+    lines.append("]")
+    mean = report.values / len(report.sizes) if report.sizes else 0
+    lines.append(
+        f"# {len(report.boundaries)} shards over {report.values:,} values "
+        f"({mean:,.0f} a shard on average); the largest holds "
+        f"{report.largest_ratio:.2f}x the mean"
+    )
+    if len(report.boundaries) < report.shards:
+        lines.append(
+            f"# {report.shards - len(report.boundaries)} boundaries repeated and were "
+            "dropped: a value fills more than a shard"
+        )
+    if report.overflow:
+        pairs = ", ".join(f"{value!r}: {count}" for value, count in report.overflow)
+        lines.append("# values that fill more than a shard on their own: spread them with")
+        lines.append(f"overflow = {{{pairs}}}")
+    else:
+        lines.append("# no value fills more than a shard: no overflow needed")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``boundaries`` command."""
+    if args.shards < 1:
+        raise SystemExit("shardmodel boundaries: --shards must be at least 1")
+    if args.prefix < 1:
+        raise SystemExit("shardmodel boundaries: --prefix must be at least 1")
+    try:
+        chunks = read_chunks(args.file, args.column, args.delimiter, progress=sys.stderr)
+        values = itertools.chain.from_iterable(chunks)
+        report = boundary_report(values, args.shards, args.prefix)
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise SystemExit(f"shardmodel boundaries: cannot read {args.file}: {error}") from None
+    if not report.values:
+        raise SystemExit(f"shardmodel boundaries: {args.file} holds no values")
+    print(format_report(report))
+    return 0
+
+
+def add_command(commands: Any) -> None:
+    """Register ``boundaries`` on the command line's subparsers."""
+    parser = commands.add_parser(
+        "boundaries", help="compute OrderedShards boundaries from a sample file"
+    )
+    parser.add_argument("file", help="a text file (one value a line) or a CSV/TSV file")
+    parser.add_argument("--shards", type=int, required=True, help="the number of shards")
+    parser.add_argument("--column", help="the CSV/TSV column: 0-based index or header name")
+    parser.add_argument(
+        "--prefix", type=int, default=20, help="boundary length in characters (default 20)"
+    )
+    parser.add_argument(
+        "--delimiter", help="the column delimiter, e.g. TAB or ',' (default: by extension)"
+    )
+    parser.set_defaults(run=run)

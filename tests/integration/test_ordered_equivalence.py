@@ -1,0 +1,16 @@
+"""The OrderedShards equivalence property, smaller, on the servers (moto and dynalite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.ordered_equivalence import check_ordered_equivalence, scenarios
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=scenarios)
+def test_ordered_query_equals_unsharded_on_servers(backend: str, scenario: dict[str, Any]) -> None:
+    """Ordered shards and one partition agree on a real server too."""
+    check_ordered_equivalence(scenario)

@@ -1,0 +1,96 @@
+"""``shardmodel boundaries FILE``: text, CSV and TSV samples, the report, bad input."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+import pytest
+
+from shardmodel import OrderedShards
+from shardmodel import ordered_sample as sample
+from shardmodel.cli import main
+from shardmodel.testing.titles import generate_titles
+
+
+def _boundaries(output: str) -> list[str]:
+    text = output[: output.index("]") + 1].removeprefix("boundaries = ")
+    value = ast.literal_eval(text)
+    assert isinstance(value, list)
+    return value
+
+
+def test_a_text_file_gives_the_boundaries_of_from_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    titles = list(generate_titles(3000, seed=2))
+    path = tmp_path / "titles.txt"
+    path.write_text("\n".join(titles) + "\n", encoding="utf-8")
+    assert main(["boundaries", str(path), "--shards", "7", "--prefix", "12"]) == 0
+    output = capsys.readouterr().out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = OrderedShards.from_sample(titles, shards=7, prefix=12).boundaries
+    assert tuple(_boundaries(output)) == expected
+    assert "7 shards over 3,000 values" in output
+    assert "the largest holds" in output
+
+
+def test_a_csv_column_by_header_and_a_tsv_column_by_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [(str(n), f"Album, {n:03d}") for n in range(100)]
+    csv_path = tmp_path / "albums.csv"
+    csv_path.write_text("id,title\n" + "".join(f'{i},"{t}"\n' for i, t in rows), encoding="utf-8")
+    main(["boundaries", str(csv_path), "--shards", "4", "--column", "title"])
+    from_csv = _boundaries(capsys.readouterr().out)
+    tsv_path = tmp_path / "albums.data"
+    tsv_path.write_text("".join(f"{i}\t{t}\n" for i, t in rows), encoding="utf-8")
+    main(["boundaries", str(tsv_path), "--shards", "4", "--column", "1", "--delimiter", "TAB"])
+    from_tsv = _boundaries(capsys.readouterr().out)
+    assert from_csv == from_tsv == ["", "album, 025", "album, 050", "album, 075"]
+
+
+def test_values_that_fill_a_shard_are_reported_for_overflow(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = ["Greatest Hits"] * 300 + [f"title {n:03d}" for n in range(300)]
+    path = tmp_path / "titles.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    main(["boundaries", str(path), "--shards", "6"])
+    output = capsys.readouterr().out
+    assert "overflow = {'greatest hits': 3}" in output  # 300 values, 100 a shard
+    assert "boundaries repeated and were dropped" in output
+
+
+def test_progress_goes_to_stderr_every_n_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sample, "PROGRESS_ROWS", 100)
+    monkeypatch.setattr(sample, "CHUNK_ROWS", 50)
+    path = tmp_path / "titles.txt"
+    path.write_text("\n".join(f"t{n}" for n in range(450)), encoding="utf-8")
+    main(["boundaries", str(path), "--shards", "2"])
+    err = capsys.readouterr().err
+    assert [line.split(": ")[1].split(" rows")[0] for line in err.splitlines()] == [
+        "100",
+        "200",
+        "300",
+        "400",
+    ]
+
+
+def test_bad_input_exits_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "albums.csv"
+    path.write_text("id,name\n1,x\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="no column 'title'; its header is"):
+        main(["boundaries", str(path), "--shards", "2", "--column", "title"])
+    with pytest.raises(SystemExit, match="cannot read"):
+        main(["boundaries", str(tmp_path / "missing.txt"), "--shards", "2"])
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="holds no values"):
+        main(["boundaries", str(empty), "--shards", "2"])
+    with pytest.raises(SystemExit, match="--shards must be at least 1"):
+        main(["boundaries", str(empty), "--shards", "0"])
