@@ -182,6 +182,15 @@ class Resharding(Queries, Counting):
     # -- shrink and compaction -----------------------------------------------------------
 
     @classmethod
+    def grow_shards(cls, hash_key: str, to: int) -> ShardMetadata:
+        """Raise a dynamic key's live count to ``to`` ahead of a known burst.
+
+        The same conditional update and history entry as a growth on throttling; a no-op
+        when the key already has ``to`` shards.
+        """
+        return cls._dynamic().grow_to(cls._check_logical(hash_key), to)
+
+    @classmethod
     def shrink_shards(cls, hash_key: str, count: int) -> ShardMetadata:
         """Lower a dynamic key's live count: new writes spread over ``count`` shards.
 
