@@ -1,5 +1,13 @@
 """Operating a sharded table: hot keys, throttle reports and the table throttle policy."""
 
 from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, read_stream
+from shardmodel.ops.report import CapacityRow, ThrottleReport, throttle_report
 
-__all__ = ["HotKey", "HotKeyTracker", "read_stream"]
+__all__ = [
+    "CapacityRow",
+    "HotKey",
+    "HotKeyTracker",
+    "ThrottleReport",
+    "read_stream",
+    "throttle_report",
+]
