@@ -331,6 +331,93 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- hot ---------------------------------------------------------------------------------
+
+
+@command
+def _hot_command(commands: Subparsers) -> None:
+    hot = add_command(
+        commands,
+        "hot",
+        "a table's throttles and capacity (CloudWatch) and its hottest keys (its stream)",
+        _hot,
+    )
+    hot.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
+    hot.add_argument("--minutes", type=positive_int, default=15, help="the window")
+    hot.add_argument("--top", type=positive_int, default=10, help="hot keys to list")
+    hot.add_argument(
+        "--partition-wcu",
+        type=non_negative,
+        default=1000.0,
+        help="write units a second one partition accepts (a provisioned table's share)",
+    )
+    hot.add_argument(
+        "--grow", action="store_true", help="grow hot DynamicShards keys to what they need"
+    )
+    hot.add_argument(
+        "--max-calls", type=positive_int, default=100, help="most stream requests to send"
+    )
+    hot.add_argument(
+        "--host", type=endpoint, help="the endpoint of every service (default: AWS, Meta.host)"
+    )
+
+
+def _clients(model: Any, host: str | None) -> tuple[Any, Any]:
+    import boto3
+
+    region = getattr(model.Meta, "region", None) or boto3.session.Session().region_name
+    host = host or getattr(model.Meta, "host", None)
+    # the regional streams endpoint: newer botocore routes by the ARN's account otherwise
+    streams_url = host or f"https://streams.dynamodb.{region}.amazonaws.com"
+    cloudwatch = boto3.client("cloudwatch", region_name=region, endpoint_url=host)
+    streams = boto3.client("dynamodbstreams", region_name=region, endpoint_url=streams_url)
+    return cloudwatch, streams
+
+
+def _hot(args: argparse.Namespace) -> int:
+    from shardmodel.ops import HotKeyTracker, read_stream, throttle_report
+
+    if args.partition_wcu <= 0:
+        raise CommandError("--partition-wcu: give a number above 0")
+    model = load_model(args.model, args.host)
+    if getattr(model, "_shard_attribute", lambda: None)() is None:
+        raise CommandError(f"{args.model} is not a ShardedModel with a sharded partition key")
+    if args.grow and getattr(model, "_shard_directory", None) is None:
+        raise CommandError(f"--grow: {args.model} has no DynamicShards key to grow")
+    cloudwatch, streams = _clients(model, args.host)
+    with progress("reading CloudWatch"):
+        report = throttle_report(model, minutes=args.minutes, cloudwatch=cloudwatch)
+    print(report.render())
+    print()
+    stream_arn = model._get_connection().describe_table().get("LatestStreamArn")
+    if not stream_arn:
+        print(
+            f"hot keys: {model.Meta.table_name} has no stream; enable one (NEW_IMAGE) to "
+            "count writes per key"
+        )
+        return 0
+    tracker = HotKeyTracker(
+        model, window=args.minutes * 60, partition_wcu=args.partition_wcu, grow=args.grow
+    )
+    with progress("reading the stream"):
+        counted = read_stream(tracker, stream_arn, streams, max_calls=args.max_calls)
+    top = tracker.top(args.top)
+    print(
+        f"hot keys: {counted:,} writes read from the stream, last {args.minutes} min, "
+        f"{args.partition_wcu:,g} WCU/s a partition"
+    )
+    if top:
+        rows = [
+            [k.logical_key, k.writes, round(k.per_second, 2), k.shards, f"{k.load:.0%}"]
+            for k in top
+        ]
+        print(table(("key", "writes", "WCU/s", "shards", "load/shard"), rows))
+    if args.grow:
+        for key, count in tracker.grow_hot().items():
+            print(f"grew {key!r} to {count} shards")
+    return 0
+
+
 # -- running -----------------------------------------------------------------------------
 
 

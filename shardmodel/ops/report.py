@@ -173,8 +173,9 @@ def throttle_report(
         cloudwatch = boto3.client("cloudwatch", region_name=getattr(model.Meta, "region", None))
     description = model._get_connection().describe_table()
     indexes = [g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])]
-    end = (now or (lambda: datetime.now(timezone.utc)))()
-    start = end - timedelta(minutes=minutes)
+    until = (now or (lambda: datetime.now(timezone.utc)))()
+    start = until - timedelta(minutes=minutes)
+    end = until + timedelta(minutes=1)  # the current, still open minute too
     rows = []
     for index in [None, *indexes]:
         dimensions = [{"Name": "TableName", "Value": table}]

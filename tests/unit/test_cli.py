@@ -290,3 +290,84 @@ def test_progress_speaks_up_for_a_slow_step_only() -> None:
             threading.Event().wait(0.01)
     assert shown.is_set()
     assert "copying ... done in" in slow.getvalue() and slow.getvalue().endswith(" s\n")
+
+
+# -- hot ---------------------------------------------------------------------------------
+
+
+def _enable_stream(table: str) -> None:
+    import boto3
+
+    boto3.client("dynamodb", region_name="us-east-1").update_table(
+        TableName=table,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_prints_the_throttle_report_and_the_hot_keys(capsys: Capture) -> None:
+    import boto3
+
+    from tests.models import DynamicEvent
+
+    _enable_stream("dynamic-events")
+    DynamicEvent.grow_shards("hot", to=3)
+    for n in range(30):
+        DynamicEvent("hot", n).save()
+    DynamicEvent("cold", 0).save()
+    boto3.client("cloudwatch", region_name="us-east-1").put_metric_data(
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {
+                "MetricName": name,
+                "Dimensions": [{"Name": "TableName", "Value": "dynamic-events"}],
+                "Value": value,
+            }
+            for name, value in (("WriteThrottleEvents", 7), ("ConsumedWriteCapacityUnits", 60))
+        ],
+    )
+    args = ["hot", "tests.models:DynamicEvent", "--minutes", "5", "--partition-wcu", "0.03"]
+    assert main([*args, "--grow"]) == 0
+    out = capsys.readouterr().out
+    assert "dynamic-events, last 5 min (CloudWatch)" in out
+    assert "on-demand" in out and "partition-level: a hot key" in out
+    lines = out.splitlines()
+    write_row = next(line for line in lines if line.startswith("(table)  write"))
+    assert write_row.split()[2:4] == ["7", "0.2"]  # 7 throttles, 60 WCU over 5 minutes
+    assert "hot keys: 31 writes read from the stream, last 5 min" in out
+    hot = next(line for line in lines if line.startswith("hot  "))
+    assert hot.split()[:4] == ["hot", "30", "0.1", "3"]
+    assert hot.split()[4] == "111%"  # 0.1 WCU/s over 3 shards of 0.03
+    assert "grew 'hot' to 5 shards" in out and "grew 'cold'" not in out  # 80% headroom
+    assert DynamicEvent.shard_metadata("hot").number_of_shards == 5  # type: ignore[union-attr]
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_without_a_stream_says_how_to_get_one(capsys: Capture) -> None:
+    assert main(["hot", "tests.models:RandomEvent"]) == 0
+    out = capsys.readouterr().out
+    assert "no throttling" in out and "has no stream; enable one" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "phrases"),
+    [
+        (["tests.models"], 1, ["module:Class"]),
+        (["tests.models:PlainEvent"], 1, ["not a ShardedModel"]),
+        (["tests.models:RandomEvent", "--grow"], 1, ["no DynamicShards key to grow"]),
+        (["tests.models:RandomEvent", "--minutes", "0"], 2, ["--minutes"]),
+        (["tests.models:RandomEvent", "--partition-wcu", "0"], 1, ["--partition-wcu"]),
+        (["tests.models:RandomEvent", "--host", "nowhere"], 2, ["--host"]),
+    ],
+)
+def test_hot_errors_are_one_line(
+    capsys: Capture, args: list[str], code: int, phrases: list[str]
+) -> None:
+    assert main(["hot", *args]) == code
+    _one_line_error(capsys, "shardmodel hot: error:", *phrases)
+
+
+def test_hot_help_shows_defaults(capsys: Capture) -> None:
+    assert main(["hot", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--minutes MINUTES" in out and "(default: 15)" in out and "(default: 1000.0)" in out
