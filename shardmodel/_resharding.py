@@ -97,9 +97,13 @@ class Resharding(Queries, Counting):
             cls._cloudwatch_capacity = CloudWatchCapacity(
                 region=getattr(cls.Meta, "region", None), clock=cls._settings().clock
             )
-        return throttle_scope(
+        scope = throttle_scope(
             error, cls.Meta.table_name, cls._provisioned_wcu, cls._cloudwatch_capacity
         )
+        policy = getattr(cls.Meta, "table_throttle_policy", None)
+        if policy is not None:  # opt-in: a TableThrottlePolicy (shardmodel.ops)
+            policy.observe(cls, error, scope)
+        return scope
 
     @classmethod
     def _provisioned_wcu(cls) -> float:

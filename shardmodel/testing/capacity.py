@@ -212,7 +212,40 @@ class CapacityLedger:
         self._windows: dict[tuple[PartitionId, Kind], _Windows] = {}
         self._tables: dict[tuple[str, str | None, Kind], _Windows] = {}
         self._usage: dict[PartitionId, dict[str, float]] = {}
+        self._provisioned: dict[tuple[str, str | None, Kind], float] = {}
         self._lock = threading.RLock()
+
+    def provision(self, table: str, index: str | None, kind: Kind, units: float) -> None:
+        """Change a table's (or index's) provisioned rate, as an UpdateTable does.
+
+        The table limit becomes ``units``; a partition limit that was the table's share
+        (not set on its own) becomes the new share.
+        """
+        if units <= 0:
+            raise ValueError(f"provision(units={units!r}): give a rate above 0")
+        with self._lock:
+            self._provisioned[(table, index, kind)] = float(units)
+            for (part, window_kind), windows in self._windows.items():
+                if (part.table, part.index, window_kind) == (table, index, kind):
+                    windows.rate = self._partition_rate(part, kind)
+            whole = self._tables.get((table, index, kind))
+            if whole is not None:
+                whole.rate = float(units)
+
+    def _table_rate(self, table: str, index: str | None, kind: Kind) -> float | None:
+        default = self.limits.table_rcu if kind == "read" else self.limits.table_wcu
+        return self._provisioned.get((table, index, kind), default)
+
+    def _partition_rate(self, partition: PartitionId, kind: Kind) -> float:
+        limits = self.limits
+        own = limits.partition_rcu if kind == "read" else limits.partition_wcu
+        table = limits.table_rcu if kind == "read" else limits.table_wcu
+        changed = self._provisioned.get((partition.table, partition.index, kind))
+        if changed is None or limits.partitions is None or table is None:
+            return own
+        if abs(own - table / limits.partitions) > 1e-9:
+            return own  # set on its own: an UpdateTable does not change it
+        return changed / limits.partitions
 
     def partition(self, table: str, index: str | None, key: str) -> PartitionId:
         """The physical partition that holds partition key value ``key``."""
@@ -226,12 +259,12 @@ class CapacityLedger:
     def _partition_windows(self, partition: PartitionId, kind: Kind) -> _Windows:
         windows = self._windows.get((partition, kind))
         if windows is None:
-            rate = self.limits.partition_rcu if kind == "read" else self.limits.partition_wcu
+            rate = self._partition_rate(partition, kind)
             windows = self._windows[(partition, kind)] = _Windows(rate, 0)
         return windows
 
     def _table_windows(self, partition: PartitionId, kind: Kind) -> _Windows | None:
-        rate = self.limits.table_rcu if kind == "read" else self.limits.table_wcu
+        rate = self._table_rate(partition.table, partition.index, kind)
         if rate is None:
             return None
         key = (partition.table, partition.index, kind)
