@@ -21,6 +21,7 @@ from attrs import frozen
 
 from shardmodel._time import Clock, SystemClock
 from shardmodel.capacity import PARTITION_WCU
+from shardmodel.errors import ShardKeyError
 from shardmodel.testing.sizing import item_size, write_units
 
 __all__ = ["HotKey", "HotKeyTracker", "read_stream"]
@@ -115,13 +116,15 @@ class HotKeyTracker:
         self._newest = -math.inf
         self._lock = threading.Lock()
         self._key_name = model._sharded().attr_name
+        self._table = model.Meta.table_name
 
     # -- reading records -------------------------------------------------------------
 
     def record(self, records: Iterable[Mapping[str, Any]]) -> int:
         """Count stream records (DynamoDB JSON, as Streams and Lambda deliver them).
 
-        Returns how many were writes of this model's table.
+        Returns how many were counted: writes of this model's table whose key follows
+        its layout (others are logged and skipped).
         """
         counted = 0
         for record in records:
@@ -134,7 +137,12 @@ class HotKeyTracker:
                 units = float(write_units(item_size(image)))
             else:
                 units = float(max(1, math.ceil(change.get("SizeBytes", 1) / 1024)))
-            self._add(self.model.logical_key_of(key), units, _record_time(record))
+            try:
+                logical = self.model.logical_key_of(key)
+            except ShardKeyError as error:  # written by hand or another layout: skip it
+                log.warning("%s: stream key %r skipped: %s", self._table, key, error)
+                continue
+            self._add(logical, units, _record_time(record))
             counted += 1
         return counted
 

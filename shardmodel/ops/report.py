@@ -186,7 +186,7 @@ def throttle_report(
             prefix = "Read" if side == "read" else "Write"
 
             def total(metric: str, dimensions: list[dict[str, str]] = dimensions) -> float:
-                return sum(_sum_series(cloudwatch, metric, dimensions, start, end))
+                return sum(_sum_series(cloudwatch, metric, dimensions, start, end), 0.0)
 
             consumed = _sum_series(
                 cloudwatch, f"Consumed{prefix}CapacityUnits", dimensions, start, end
@@ -196,9 +196,9 @@ def throttle_report(
                     index=index,
                     side=side,
                     throttled=total(f"{prefix}ThrottleEvents"),
-                    partition_throttles=sum(total(prefix + c) for c in _PARTITION_CAUSES),
-                    table_throttles=sum(total(prefix + c) for c in _TABLE_CAUSES),
-                    consumed=sum(consumed) / (minutes * 60),
+                    partition_throttles=sum((total(prefix + c) for c in _PARTITION_CAUSES), 0.0),
+                    table_throttles=sum((total(prefix + c) for c in _TABLE_CAUSES), 0.0),
+                    consumed=sum(consumed, 0.0) / (minutes * 60),
                     peak=max(consumed, default=0.0) / 60,
                     provisioned=_provisioned(description, index, side),
                 )

@@ -134,3 +134,11 @@ def test_a_get_records_loop_on_moto_maps_physical_keys_back_and_grows_the_hot_on
     assert DynamicEvent.shard_metadata("hot").number_of_shards == 9  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="max_calls"):
         read_stream(tracker, stream_arn, streams, max_calls=0)
+
+
+def test_records_of_other_layouts_and_tables_are_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    tracker = HotKeyTracker(RandomEvent, window=60, clock=SimulatedClock(start=10))
+    foreign = [_record("no-suffix", 5, 0), _record("a#1", 5, 1, name="other_key")]
+    assert tracker.record([*foreign, _record("a#1", 5, 2)]) == 1
+    assert "stream key 'no-suffix' skipped" in caplog.text
+    assert [(k.logical_key, k.writes) for k in tracker.top()] == [("a", 1)]
