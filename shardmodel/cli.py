@@ -369,12 +369,19 @@ def _clients(model: Any, host: str | None) -> tuple[Any, Any]:
     host = host or getattr(model.Meta, "host", None)
     # the regional streams endpoint: newer botocore routes by the ARN's account otherwise
     streams_url = host or f"https://streams.dynamodb.{region}.amazonaws.com"
-    cloudwatch = boto3.client("cloudwatch", region_name=region, endpoint_url=host)
-    streams = boto3.client("dynamodbstreams", region_name=region, endpoint_url=streams_url)
+    keys = {  # the model's own credentials, when its Meta sets them
+        option: getattr(model.Meta, option)
+        for option in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+        if getattr(model.Meta, option, None)
+    }
+    cloudwatch = boto3.client("cloudwatch", region_name=region, endpoint_url=host, **keys)
+    streams = boto3.client("dynamodbstreams", region_name=region, endpoint_url=streams_url, **keys)
     return cloudwatch, streams
 
 
 def _hot(args: argparse.Namespace) -> int:
+    from botocore.exceptions import ClientError
+
     from shardmodel.ops import HotKeyTracker, read_stream, throttle_report
 
     if args.partition_wcu <= 0:
@@ -385,9 +392,13 @@ def _hot(args: argparse.Namespace) -> int:
     if args.grow and getattr(model, "_shard_directory", None) is None:
         raise CommandError(f"--grow: {args.model} has no DynamicShards key to grow")
     cloudwatch, streams = _clients(model, args.host)
-    with progress("reading CloudWatch"):
-        report = throttle_report(model, minutes=args.minutes, cloudwatch=cloudwatch)
-    print(report.render())
+    try:
+        with progress("reading CloudWatch"):
+            report = throttle_report(model, minutes=args.minutes, cloudwatch=cloudwatch)
+    except ClientError as error:  # an emulator without CloudWatch, or no permission
+        print(f"CloudWatch report unavailable: {_one_line(error)}")
+    else:
+        print(report.render())
     print()
     stream_arn = model._get_connection().describe_table().get("LatestStreamArn")
     if not stream_arn:
