@@ -348,8 +348,8 @@ def _hot_command(commands: Subparsers) -> None:
     hot.add_argument(
         "--partition-wcu",
         type=non_negative,
-        default=1000.0,
-        help="write units a second one partition accepts (a provisioned table's share)",
+        help="write units a second one partition accepts (default: 1,000 on-demand; a "
+        "provisioned table's WCU over its initial partition count)",
     )
     hot.add_argument(
         "--grow", action="store_true", help="grow hot DynamicShards keys to what they need"
@@ -379,12 +379,27 @@ def _clients(model: Any, host: str | None) -> tuple[Any, Any]:
     return cloudwatch, streams
 
 
+def _partition_share(description: dict[str, Any], given: float | None) -> tuple[float, str]:
+    """One partition's write limit: given, a provisioned table's share, or DynamoDB's."""
+    from shardmodel.capacity import PARTITION_WCU, initial_partitions, per_partition
+    from shardmodel.ops.report import provisioned_units
+
+    if given is not None:
+        return given, "--partition-wcu"
+    units = provisioned_units(description, None)
+    if units is None:
+        return float(PARTITION_WCU), "on-demand"
+    count = initial_partitions(units["read"], units["write"])
+    share = min(float(PARTITION_WCU), per_partition(units["read"], units["write"], count).wcu)
+    return share, f"{units['write']:,g} WCU over {count} initial partition(s)"
+
+
 def _hot(args: argparse.Namespace) -> int:
     from botocore.exceptions import ClientError
 
     from shardmodel.ops import HotKeyTracker, read_stream, throttle_report
 
-    if args.partition_wcu <= 0:
+    if args.partition_wcu is not None and args.partition_wcu <= 0:
         raise CommandError("--partition-wcu: give a number above 0")
     model = load_model(args.model, args.host)
     if getattr(model, "_shard_attribute", lambda: None)() is None:
@@ -400,22 +415,22 @@ def _hot(args: argparse.Namespace) -> int:
     else:
         print(report.render())
     print()
-    stream_arn = model._get_connection().describe_table().get("LatestStreamArn")
+    description = model._get_connection().describe_table()
+    stream_arn = description.get("LatestStreamArn")
     if not stream_arn:
         print(
             f"hot keys: {model.Meta.table_name} has no stream; enable one (NEW_IMAGE) to "
             "count writes per key"
         )
         return 0
-    tracker = HotKeyTracker(
-        model, window=args.minutes * 60, partition_wcu=args.partition_wcu, grow=args.grow
-    )
+    share, basis = _partition_share(description, args.partition_wcu)
+    tracker = HotKeyTracker(model, window=args.minutes * 60, partition_wcu=share, grow=args.grow)
     with progress("reading the stream"):
         counted = read_stream(tracker, stream_arn, streams, max_calls=args.max_calls)
     top = tracker.top(args.top)
     print(
         f"hot keys: {counted:,} writes read from the stream, last {args.minutes} min, "
-        f"{args.partition_wcu:,g} WCU/s a partition"
+        f"{share:,g} WCU/s a partition ({basis})"
     )
     if top:
         rows = [

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from attrs import frozen
 
 from shardmodel._time import Clock, SystemClock
+from shardmodel.ops.report import Side, provisioned_units
 from shardmodel.retry import _code
 from shardmodel.throttles import ThrottleScope, throttling_reasons
 
@@ -40,7 +41,6 @@ DECREASES_PER_DAY = 27
 #: 5xx codes an on-demand table answers while it adapts to a traffic jump.
 CAPACITY_5XX = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 
-Side = Literal["read", "write"]
 ActionKind = Literal["raise", "lower", "at-limit", "cooling", "partition", "on-demand", "failed"]
 
 
@@ -381,19 +381,8 @@ def _side_and_index(error: BaseException) -> tuple[Side, str | None]:
 
 
 def _on_demand(description: dict[str, Any]) -> bool:
-    billing = description.get("BillingModeSummary", {}).get("BillingMode")
-    return bool(billing == "PAY_PER_REQUEST")
+    return provisioned_units(description, None) is None
 
 
 def _units(description: dict[str, Any], index: str | None) -> dict[Side, float]:
-    source = description
-    if index is not None:
-        source = next(
-            (g for g in description.get("GlobalSecondaryIndexes", []) if g["IndexName"] == index),
-            {},
-        )
-    throughput = source.get("ProvisionedThroughput", {})
-    return {
-        "read": float(throughput.get("ReadCapacityUnits") or 0),
-        "write": float(throughput.get("WriteCapacityUnits") or 0),
-    }
+    return provisioned_units(description, index) or {"read": 0.0, "write": 0.0}

@@ -133,7 +133,8 @@ def _sum_series(
     return [float(p["Sum"]) for p in response.get("Datapoints", [])]
 
 
-def _provisioned(description: dict[str, Any], index: str | None, side: Side) -> float | None:
+def provisioned_units(description: dict[str, Any], index: str | None) -> dict[Side, float] | None:
+    """A DescribeTable answer's provisioned units of the table or one index (None: on-demand)."""
     if description.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return None
     source = description
@@ -143,8 +144,10 @@ def _provisioned(description: dict[str, Any], index: str | None, side: Side) -> 
             {},
         )
     throughput = source.get("ProvisionedThroughput", {})
-    units = throughput.get("ReadCapacityUnits" if side == "read" else "WriteCapacityUnits")
-    return None if not units else float(units)
+    return {
+        "read": float(throughput.get("ReadCapacityUnits") or 0),
+        "write": float(throughput.get("WriteCapacityUnits") or 0),
+    }
 
 
 def throttle_report(
@@ -178,6 +181,7 @@ def throttle_report(
     end = until + timedelta(minutes=1)  # the current, still open minute too
     rows = []
     for index in [None, *indexes]:
+        units = provisioned_units(description, index)
         dimensions = [{"Name": "TableName", "Value": table}]
         if index is not None:
             dimensions.append({"Name": "GlobalSecondaryIndexName", "Value": index})
@@ -200,7 +204,7 @@ def throttle_report(
                     table_throttles=sum((total(prefix + c) for c in _TABLE_CAUSES), 0.0),
                     consumed=sum(consumed, 0.0) / (minutes * 60),
                     peak=max(consumed, default=0.0) / 60,
-                    provisioned=_provisioned(description, index, side),
+                    provisioned=None if units is None else units[side] or None,
                 )
             )
     return ThrottleReport(table=table, minutes=minutes, rows=tuple(rows))

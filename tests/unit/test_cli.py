@@ -349,6 +349,23 @@ def test_hot_without_a_stream_says_how_to_get_one(capsys: Capture) -> None:
     assert "no throttling" in out and "has no stream; enable one" in out
 
 
+@pytest.mark.usefixtures("tables")
+def test_hot_takes_a_provisioned_tables_partition_share(capsys: Capture) -> None:
+    """3,000 RCU and 1,500 WCU start on 3 partitions: 500 WCU each."""
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.update_table(
+        TableName="random-events",
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 3000, "WriteCapacityUnits": 1500},
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+    assert main(["hot", "tests.models:RandomEvent"]) == 0
+    out = capsys.readouterr().out
+    assert "500 WCU/s a partition (1,500 WCU over 3 initial partition(s))" in out
+
+
 @pytest.mark.parametrize(
     ("args", "code", "phrases"),
     [
@@ -357,6 +374,7 @@ def test_hot_without_a_stream_says_how_to_get_one(capsys: Capture) -> None:
         (["tests.models:RandomEvent", "--grow"], 1, ["no DynamicShards key to grow"]),
         (["tests.models:RandomEvent", "--minutes", "0"], 2, ["--minutes"]),
         (["tests.models:RandomEvent", "--partition-wcu", "0"], 1, ["--partition-wcu"]),
+        (["tests.models:RandomEvent", "--partition-wcu", "-1"], 2, ["--partition-wcu"]),
         (["tests.models:RandomEvent", "--host", "nowhere"], 2, ["--host"]),
     ],
 )
@@ -370,4 +388,4 @@ def test_hot_errors_are_one_line(
 def test_hot_help_shows_defaults(capsys: Capture) -> None:
     assert main(["hot", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "--minutes MINUTES" in out and "(default: 15)" in out and "(default: 1000.0)" in out
+    assert "--minutes MINUTES" in out and "(default: 15)" in out and "1,000 on-demand" in out
