@@ -69,11 +69,14 @@ def progress(
 
     ticker = threading.Thread(target=tick, name="shardmodel-progress", daemon=True)
     ticker.start()
+    outcome = "failed after"
     try:
         yield
+        outcome = "done in"
     finally:
         done.set()
         ticker.join()
         if shown.is_set():
-            out.write(f"\r{message} ... done in {time.monotonic() - started:.1f} s\n")
+            took = f"{outcome} {time.monotonic() - started:.1f} s\n"
+            out.write(f"\r{message} ... {took}" if live else f" {took}")
             out.flush()
