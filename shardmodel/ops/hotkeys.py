@@ -187,29 +187,44 @@ class HotKeyTracker:
 
     # -- reports -----------------------------------------------------------------------
 
-    def top(self, n: int = 10) -> list[HotKey]:
-        """The ``n`` keys that took the most write units a second per shard in the window."""
+    def _window(self) -> list[tuple[str, float, int]]:
+        """(key, units, writes) of every key in the window, most units first."""
         with self._lock:
             self._expire(max(self._newest, math.floor(self.clock.now())))
-            busiest = sorted(self._units.items(), key=lambda kv: (-kv[1], kv[0]))
-            writes = dict(self._writes)
-        keys = []
-        for logical, units in busiest[: max(n * 4, n)]:
-            keys.append(
-                HotKey(
-                    logical_key=logical,
-                    writes=writes.get(logical, 0),
-                    write_units=units,
-                    per_second=units / self.window,
-                    shards=self._live_shards(logical),
-                    limit=self.partition_wcu,
-                )
+            return sorted(
+                ((k, u, self._writes[k]) for k, u in self._units.items()),
+                key=lambda entry: (-entry[1], entry[0]),
             )
+
+    def _hot_key(self, logical: str, units: float, writes: int) -> HotKey:
+        return HotKey(
+            logical_key=logical,
+            writes=writes,
+            write_units=units,
+            per_second=units / self.window,
+            shards=self._live_shards(logical),
+            limit=self.partition_wcu,
+        )
+
+    def top(self, n: int = 10) -> list[HotKey]:
+        """The ``n`` busiest keys, by the load on each of their shards.
+
+        Reads the shard count of the ``4 n`` busiest dynamic keys (one GetItem each).
+        """
+        keys = [self._hot_key(*entry) for entry in self._window()[: n * 4]]
         return sorted(keys, key=lambda k: (-k.load, k.logical_key))[:n]
 
     def hot(self) -> list[HotKey]:
-        """The keys whose shards each take ``threshold`` of the partition limit or more."""
-        return [k for k in self.top(n=len(self._units) or 1) if k.load >= self.threshold]
+        """The keys whose shards each take ``threshold`` of the partition limit or more.
+
+        Only keys whose whole rate reaches that (the most one shard could take) have
+        their shard count read.
+        """
+        floor = self.threshold * self.partition_wcu * self.window
+        candidates = [entry for entry in self._window() if entry[1] >= floor - 1e-9]
+        keys = [self._hot_key(*entry) for entry in candidates]
+        hot = [k for k in keys if k.load >= self.threshold - 1e-12]
+        return sorted(hot, key=lambda k: (-k.load, k.logical_key))
 
     def _live_shards(self, logical: str) -> int:
         if getattr(self.model, "_shard_directory", None) is None:
