@@ -154,10 +154,26 @@ class TableThrottlePolicy:
         """Act on one classified error of ``model``'s table; returns what was done.
 
         ``scope`` is the classification of :func:`shardmodel.throttles.throttle_scope`
-        (None: not a throttle; then only an opted-in on-demand 5xx is acted on).
+        (None: not a throttle; then only an opted-in on-demand 5xx is acted on). Never
+        raises: a failure to act is recorded, and the caller's own error stands.
         """
         table = model.Meta.table_name
         side, index = _side_and_index(error)
+        try:
+            return self._decide(model, error, scope, table, index, side)
+        except Exception as failure:  # DescribeTable unreachable...: never mask the throttle
+            reason = f"could not act: {type(failure).__name__}: {' '.join(str(failure).split())}"
+            return self._record("failed", table, index, side, None, None, reason)
+
+    def _decide(
+        self,
+        model: Any,
+        error: BaseException,
+        scope: ThrottleScope | None,
+        table: str,
+        index: str | None,
+        side: Side,
+    ) -> PolicyAction | None:
         if scope is None:
             if not (self.on_demand_5xx and _code(error) in CAPACITY_5XX):
                 return None

@@ -210,3 +210,18 @@ def test_a_refused_update_is_recorded_not_raised(policy: TableThrottlePolicy) ->
 def test_bad_settings_name_the_setting(options: dict[str, Any], name: str) -> None:
     with pytest.raises(ValueError, match=name):
         TableThrottlePolicy(**options)
+
+
+def test_a_failure_to_act_is_recorded_and_never_masks_the_throttle(
+    policy: TableThrottlePolicy,
+) -> None:
+    class Broken:
+        class Meta:
+            table_name = "policy-broken"
+
+        @staticmethod
+        def _get_connection() -> Any:
+            raise ConnectionError("endpoint unreachable")
+
+    action = policy.observe(Broken, _throttle("TableWriteProvisionedThroughputExceeded"), "table")
+    assert action is not None and action.kind == "failed" and "unreachable" in action.reason
