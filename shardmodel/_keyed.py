@@ -72,6 +72,14 @@ class KeyedModel(Model):
         return attr
 
     @classmethod
+    def logical_key_of(cls, physical_key: str) -> str:
+        """The logical key a stored partition key value (``user-1#3``) belongs to.
+
+        For tools that see raw items: streams, exports, CloudWatch Contributor Insights.
+        """
+        return cls._sharded().layout.logical_key(physical_key)
+
+    @classmethod
     def _backoff(cls) -> Backoff:
         backoff = getattr(cls.Meta, "shard_backoff", None)
         return backoff if isinstance(backoff, Backoff) else Backoff()

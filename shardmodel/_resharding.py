@@ -97,9 +97,13 @@ class Resharding(Queries, Counting):
             cls._cloudwatch_capacity = CloudWatchCapacity(
                 region=getattr(cls.Meta, "region", None), clock=cls._settings().clock
             )
-        return throttle_scope(
+        scope = throttle_scope(
             error, cls.Meta.table_name, cls._provisioned_wcu, cls._cloudwatch_capacity
         )
+        policy = getattr(cls.Meta, "table_throttle_policy", None)
+        if policy is not None:  # opt-in: a TableThrottlePolicy (shardmodel.ops)
+            policy.observe(cls, error, scope)
+        return scope
 
     @classmethod
     def _provisioned_wcu(cls) -> float:
@@ -180,6 +184,15 @@ class Resharding(Queries, Counting):
         cls._growing(logical, write, resend_unknown=False)
 
     # -- shrink and compaction -----------------------------------------------------------
+
+    @classmethod
+    def grow_shards(cls, hash_key: str, to: int) -> ShardMetadata:
+        """Raise a dynamic key's live count to ``to`` ahead of a known burst.
+
+        The same conditional update and history entry as a growth on throttling; a no-op
+        when the key already has ``to`` shards.
+        """
+        return cls._dynamic().grow_to(cls._check_logical(hash_key), to)
 
     @classmethod
     def shrink_shards(cls, hash_key: str, count: int) -> ShardMetadata:

@@ -176,6 +176,35 @@ class ShardDirectory:
             return self._remember(current)
         return self._change(current, target, "grow", now)
 
+    def grow_to(self, logical: str, count: int) -> ShardMetadata:
+        """Raise the key's live count to ``count`` now (an operator's growth, no throttle).
+
+        The same conditional update and history entry as an automatic growth; returns
+        the item unchanged when it already has ``count`` shards.
+        """
+        limit = self.settings.max_shards
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= limit:
+            raise ShardKeyError(
+                f"grow_shards(to={count!r}): give the new live count, an int between 1 and "
+                f"the key's max_shards ({limit})"
+            )
+        for _ in range(10):
+            current = self.lookup(logical, consistent=True) or self.create(logical)
+            if count == current.number_of_shards:
+                return self._remember(current)
+            if count < current.number_of_shards:
+                raise ShardKeyError(
+                    f"grow_shards({logical!r}, to={count}): the key has "
+                    f"{current.number_of_shards} shards; give a larger count, or use "
+                    "shrink_shards to lower it"
+                )
+            changed = self._try_change(current, count, "grow", self._now())
+            if changed is not None:
+                return changed
+        raise ShardKeyError(  # pragma: no cover - ten lost races in a row
+            f"grow_shards({logical!r}): the count kept changing; retry"
+        )
+
     def shrink(self, logical: str, count: int) -> ShardMetadata:
         """Lower the key's live count to ``count``; readers keep reading the old shards."""
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:

@@ -212,9 +212,9 @@ def run(args: argparse.Namespace) -> int:
 
 def add_command(commands: Any) -> None:
     """Register ``boundaries`` on the command line's subparsers."""
-    parser = commands.add_parser(
-        "boundaries", help="compute OrderedShards boundaries from a sample file"
-    )
+    from shardmodel.cli import add_command as add  # the CLI imports this module lazily
+
+    parser = add(commands, "boundaries", "compute OrderedShards boundaries from a sample file", run)
     parser.add_argument("file", help="a text file (one value a line) or a CSV/TSV file")
     parser.add_argument("--shards", type=int, required=True, help="the number of shards")
     parser.add_argument("--column", help="the CSV/TSV column: 0-based index or header name")
@@ -224,4 +224,3 @@ def add_command(commands: Any) -> None:
     parser.add_argument(
         "--delimiter", help="the column delimiter, e.g. TAB or ',' (default: by extension)"
     )
-    parser.set_defaults(run=run)

@@ -336,7 +336,7 @@ class ShardChange:
     """A change of a dynamic key's shard count, as passed to ``DynamicShards(on_change=...)``.
 
     Attributes:
-        kind: ``"grow"`` (throttling), ``"shrink"`` (an explicit shrink) or ``"prune"``
+        kind: ``"grow"`` (throttling, or ``grow_shards``), ``"shrink"`` or ``"prune"``
             (a compaction emptied the retired shards and dropped them from the history).
         table: the main table.
         logical_key: the key whose count changed.

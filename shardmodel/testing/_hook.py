@@ -369,6 +369,12 @@ class Hook:
 
     def before_send(self, request: Any, event_name: str = "", **_: Any) -> Any:
         operation = event_name.rsplit(".", 1)[-1]
+        if operation == "UpdateTable":  # new provisioned rates become the table's limits
+            raw = request.body
+            self.simulator._provision(
+                json.loads(raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw)
+            )
+            return None
         if operation not in _READS and operation not in _WRITES:
             return None
         outcome = self.simulator._attempt(self, operation, request)

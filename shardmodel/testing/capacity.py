@@ -17,6 +17,8 @@ from typing import Literal
 
 from attrs import field, frozen
 
+from shardmodel.capacity import PARTITION_RCU, PARTITION_WCU, initial_partitions, per_partition
+
 __all__ = [
     "CapacityLedger",
     "CapacityLimits",
@@ -43,9 +45,17 @@ def _partition_count(instance: object, attribute: object, value: int | None) -> 
 class CapacityLimits:
     """The capacity the simulator enforces.
 
+    A provisioned table with a partition count divides its table limits evenly over its
+    partitions, as DynamoDB does: ``CapacityLimits(table_wcu=150, partitions=3)`` gives
+    each partition 50 WCU/s. Per-partition limits given explicitly win; without a table
+    limit or a partition count a partition gets DynamoDB's 1,000 WCU/s and 3,000 RCU/s
+    (on-demand).
+
     Attributes:
-        partition_wcu: write units per second one physical partition accepts.
-        partition_rcu: read units per second one physical partition accepts.
+        partition_wcu: write units per second one physical partition accepts (default:
+            ``table_wcu / partitions`` when both are set, else 1,000).
+        partition_rcu: read units per second one physical partition accepts (default:
+            ``table_rcu / partitions`` when both are set, else 3,000).
         partitions: the number of physical partitions of every table and index, keys
             spread over them by hash; None gives every partition key value its own.
         table_wcu: write units per second the whole table accepts (None: no limit).
@@ -54,12 +64,34 @@ class CapacityLimits:
             keeps up to 300); used only with a table limit.
     """
 
-    partition_wcu: float = field(default=1000.0, validator=_positive)
-    partition_rcu: float = field(default=3000.0, validator=_positive)
+    partition_wcu: float = field(default=None, validator=_positive)  # type: ignore[assignment]
+    partition_rcu: float = field(default=None, validator=_positive)  # type: ignore[assignment]
     partitions: int | None = field(default=None, validator=_partition_count)
     table_wcu: float | None = field(default=None, validator=_positive)
     table_rcu: float | None = field(default=None, validator=_positive)
     burst_seconds: float = 0.0
+
+    def __attrs_post_init__(self) -> None:
+        # the divided share of a provisioned table, unless given per partition
+        for name, table, default in (
+            ("partition_wcu", self.table_wcu, float(PARTITION_WCU)),
+            ("partition_rcu", self.table_rcu, float(PARTITION_RCU)),
+        ):
+            if getattr(self, name) is None:
+                share = default
+                if table is not None and self.partitions is not None:
+                    share = per_partition(table, table, self.partitions).wcu
+                object.__setattr__(self, name, share)
+
+    @classmethod
+    def provisioned(cls, rcu: float, wcu: float, partitions: int | None = None) -> CapacityLimits:
+        """A provisioned table of ``rcu``/``wcu`` over ``partitions`` partitions.
+
+        The partition count defaults to the one DynamoDB gives a new table
+        (:func:`shardmodel.capacity.initial_partitions`).
+        """
+        count = partitions if partitions is not None else initial_partitions(rcu, wcu)
+        return cls(partitions=count, table_rcu=rcu, table_wcu=wcu)
 
 
 @frozen
@@ -180,7 +212,40 @@ class CapacityLedger:
         self._windows: dict[tuple[PartitionId, Kind], _Windows] = {}
         self._tables: dict[tuple[str, str | None, Kind], _Windows] = {}
         self._usage: dict[PartitionId, dict[str, float]] = {}
+        self._provisioned: dict[tuple[str, str | None, Kind], float] = {}
         self._lock = threading.RLock()
+
+    def provision(self, table: str, index: str | None, kind: Kind, units: float) -> None:
+        """Change a table's (or index's) provisioned rate, as an UpdateTable does.
+
+        The table limit becomes ``units``; a partition limit that was the table's share
+        (not set on its own) becomes the new share.
+        """
+        if units <= 0:
+            raise ValueError(f"provision(units={units!r}): give a rate above 0")
+        with self._lock:
+            self._provisioned[(table, index, kind)] = float(units)
+            for (part, window_kind), windows in self._windows.items():
+                if (part.table, part.index, window_kind) == (table, index, kind):
+                    windows.rate = self._partition_rate(part, kind)
+            whole = self._tables.get((table, index, kind))
+            if whole is not None:
+                whole.rate = float(units)
+
+    def _table_rate(self, table: str, index: str | None, kind: Kind) -> float | None:
+        default = self.limits.table_rcu if kind == "read" else self.limits.table_wcu
+        return self._provisioned.get((table, index, kind), default)
+
+    def _partition_rate(self, partition: PartitionId, kind: Kind) -> float:
+        limits = self.limits
+        own = limits.partition_rcu if kind == "read" else limits.partition_wcu
+        table = limits.table_rcu if kind == "read" else limits.table_wcu
+        changed = self._provisioned.get((partition.table, partition.index, kind))
+        if changed is None or limits.partitions is None or table is None:
+            return own
+        if abs(own - table / limits.partitions) > 1e-9:
+            return own  # set on its own: an UpdateTable does not change it
+        return changed / limits.partitions
 
     def partition(self, table: str, index: str | None, key: str) -> PartitionId:
         """The physical partition that holds partition key value ``key``."""
@@ -194,12 +259,12 @@ class CapacityLedger:
     def _partition_windows(self, partition: PartitionId, kind: Kind) -> _Windows:
         windows = self._windows.get((partition, kind))
         if windows is None:
-            rate = self.limits.partition_rcu if kind == "read" else self.limits.partition_wcu
+            rate = self._partition_rate(partition, kind)
             windows = self._windows[(partition, kind)] = _Windows(rate, 0)
         return windows
 
     def _table_windows(self, partition: PartitionId, kind: Kind) -> _Windows | None:
-        rate = self.limits.table_rcu if kind == "read" else self.limits.table_wcu
+        rate = self._table_rate(partition.table, partition.index, kind)
         if rate is None:
             return None
         key = (partition.table, partition.index, kind)

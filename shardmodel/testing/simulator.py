@@ -301,6 +301,23 @@ class CapacitySimulator:
             return _wire.response(200, answer, request_id)
         return None
 
+    def _provision(self, body: Mapping[str, Any]) -> None:
+        """An UpdateTable's new provisioned rates become the table's (and index's) limits."""
+        table = body["TableName"]
+        updates: list[tuple[str | None, Any]] = [(None, body.get("ProvisionedThroughput"))]
+        for change in body.get("GlobalSecondaryIndexUpdates", []):
+            update = change.get("Update") or {}
+            updates.append((update.get("IndexName"), update.get("ProvisionedThroughput")))
+        for index, throughput in updates:
+            sides: tuple[tuple[Kind, str], ...] = (
+                ("read", "ReadCapacityUnits"),
+                ("write", "WriteCapacityUnits"),
+            )
+            for kind, name in sides:
+                units = (throughput or {}).get(name)
+                if units:
+                    self.ledger.provision(table, index, kind, float(units))
+
     def _count_throttles(self, throttles: Iterable[Throttle]) -> None:
         with self._lock:
             self.throttles.update(t.reason for t in throttles)

@@ -1,11 +1,101 @@
-"""The command line and the demo it runs."""
+"""The command line: every command's output, its errors (one line, exit code) and its help."""
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
 import pytest
 
+from shardmodel import __version__
+from shardmodel._terminal import progress, table
 from shardmodel.cli import main
 from shardmodel.demo import HOT_KEY, run_demo
+from shardmodel.testing import free_port
+
+Capture = pytest.CaptureFixture[str]
+
+
+def _one_line_error(capsys: Capture, *phrases: str) -> str:
+    """The captured stderr's error: one line, with every phrase, and no traceback.
+
+    A progress line (a slow step on a loaded machine) may come before it.
+    """
+    err = capsys.readouterr().err
+    assert err.endswith("\n") and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if " ... " not in line]
+    assert len(lines) == 1, err
+    for phrase in phrases:
+        assert phrase in lines[0], err
+    return lines[0]
+
+
+# -- the program -------------------------------------------------------------------------
+
+
+def test_version_and_help_list_every_command(capsys: Capture) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"shardmodel {__version__}"
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in ("demo", "shards", "plan"):
+        assert name in out
+
+
+def test_no_command_is_a_usage_error(capsys: Capture) -> None:
+    assert main([]) == 2
+    _one_line_error(capsys, "shardmodel: error:", "--help")
+
+
+def test_the_console_script_imports_models_from_the_current_directory(tmp_path: Path) -> None:
+    """Run as an installed script (not ``python -m``), from a project directory."""
+    project, bin_dir = tmp_path / "project", tmp_path / "bin"
+    project.mkdir()
+    bin_dir.mkdir()
+    (project / "app_models.py").write_text(
+        textwrap.dedent(
+            """
+            from pynamodb.attributes import UnicodeAttribute
+            from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
+
+            class Orders(ShardedModel):
+                class Meta:
+                    table_name = "orders"
+                    region = "us-east-1"
+
+                key = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+            """
+        )
+    )
+    script = bin_dir / "shardmodel"  # what pip writes: its own directory leads sys.path
+    script.write_text("import sys\nfrom shardmodel.cli import main\nsys.exit(main())\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, str(script), "shards", "app_models:Orders"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "has no DynamicShards partition key" in done.stderr  # imported, then refused
+    assert done.stderr.count("\n") == 1
+
+
+def test_debug_shows_the_traceback(capsys: Capture) -> None:
+    assert main(["shards", "tests.models:RandomEvent", "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().endswith("its count is fixed")
+
+
+# -- demo --------------------------------------------------------------------------------
 
 
 def test_demo_spreads_a_hot_key_evenly() -> None:
@@ -20,47 +110,297 @@ def test_demo_spreads_a_hot_key_evenly() -> None:
     assert any("seq=399" in line for line in lines)  # newest first in the merged read-back
 
 
-def test_cli_runs_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
-    """`shardmodel demo` prints both tables."""
+def test_demo_prints_both_tables(capsys: Capture) -> None:
     assert main(["demo", "--writes", "50", "--shards", "4"]) == 0
     printed = capsys.readouterr().out
     assert "Unsharded" in printed and "RandomShards(4)" in printed
 
 
-def test_cli_rejects_bad_arguments() -> None:
-    """A non-positive burst is a usage error."""
-    with pytest.raises(SystemExit):
-        main(["demo", "--writes", "0"])
+@pytest.mark.parametrize("bad", [["--writes", "0"], ["--shards", "-1"], ["--seed", "x"]])
+def test_demo_rejects_bad_arguments_in_one_line(capsys: Capture, bad: list[str]) -> None:
+    assert main(["demo", *bad]) == 2
+    _one_line_error(capsys, "shardmodel demo: error: argument", bad[0])
+
+
+def test_demo_help_shows_defaults(capsys: Capture) -> None:
+    assert main(["demo", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "(default: 2000)" in out and "(default: 10)" in out and "(default: 7)" in out
+
+
+# -- shards ------------------------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("tables")
-def test_cli_lists_grown_keys_then_shrinks_and_compacts_one(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_shards_lists_grown_keys_then_shrinks_and_compacts_one(capsys: Capture) -> None:
     """`shardmodel shards module:Model` lists hot keys; --key --shrink-to --compact fixes one."""
     from tests.models import DynamicEvent
 
-    directory = DynamicEvent._shard_directory
-    assert directory is not None
     DynamicEvent("cold", 1).save()
     DynamicEvent("hot", 0).save()
-    directory.grow("hot", directory.lookup("hot"))  # type: ignore[arg-type]
+    assert main(["shards", "tests.models:DynamicEvent", "--key", "hot", "--grow-to", "2"]) == 0
+    capsys.readouterr()
     for n in range(1, 20):
         DynamicEvent("hot", n).save()
     assert main(["shards", "tests.models:DynamicEvent"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert len(listed) == 1 and listed[0].startswith("hot ") and "live    2" in listed[0]
+    assert listed[0].split() == ["key", "live", "readable", "history", "(epoch:count)"]
+    assert len(listed) == 3 and listed[2].split()[:3] == ["hot", "2", "2"]
     args = ["shards", "tests.models:DynamicEvent", "--key", "hot", "--shrink-to", "1"]
     assert main([*args, "--compact", "--grace", "0"]) == 0
-    printed = capsys.readouterr().out
-    assert "moved" in printed and "readable    1" in printed
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("moved ") and printed[-1].split()[:3] == ["hot", "1", "1"]
     assert DynamicEvent.count("hot") == 20
 
 
-def test_cli_shards_explains_bad_models() -> None:
-    with pytest.raises(SystemExit, match="module:Class"):
-        main(["shards", "tests.models.DynamicEvent"])
-    with pytest.raises(SystemExit, match="count is fixed"):
-        main(["shards", "tests.models:RandomEvent"])
-    with pytest.raises(SystemExit, match="need --key"):
-        main(["shards", "tests.models:DynamicEvent", "--compact"])
+@pytest.mark.usefixtures("tables")
+def test_shards_grow_to_records_history_and_refuses_a_smaller_count(capsys: Capture) -> None:
+    from tests.models import DynamicEvent
+
+    assert main(["shards", "tests.models:DynamicEvent", "--key", "k", "--grow-to", "6"]) == 0
+    row = capsys.readouterr().out.splitlines()[-1].split()
+    assert row[:3] == ["k", "6", "6"] and row[3].endswith(":1,") and row[4].endswith(":6")
+    assert main(["shards", "tests.models:DynamicEvent", "--key", "k", "--grow-to", "3"]) == 1
+    _one_line_error(capsys, "ShardKeyError", "has 6 shards; give a larger count")
+    assert main(["shards", "tests.models:DynamicEvent"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].split()[:2] == ["k", "6"]
+    assert main(["shards", "tests.models:DynamicEvent", "--min", "7"]) == 0
+    assert capsys.readouterr().out.strip() == "no key has 7 or more shards"
+    assert DynamicEvent.shard_metadata("k").number_of_shards == 6  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "phrases"),
+    [
+        (["tests.models.DynamicEvent"], 1, ["module:Class"]),
+        (["tests.nowhere:X"], 1, ["cannot import 'tests.nowhere'"]),
+        (["tests.models:Nobody"], 1, ["has no class 'Nobody'"]),
+        (["tests.models:RandomEvent"], 1, ["count is fixed"]),
+        (["tests.models:DynamicEvent", "--compact"], 1, ["need --key"]),
+        (["tests.models:DynamicEvent", "--key", "k", "--shrink-to", "0"], 2, ["--shrink-to"]),
+        (["tests.models:DynamicEvent", "--key", "k", "--grow-to", "x"], 2, ["--grow-to"]),
+        (
+            ["tests.models:DynamicEvent", "--key", "k", "--grow-to", "2", "--shrink-to", "1"],
+            2,
+            ["not allowed with"],
+        ),
+        (["tests.models:DynamicEvent", "--host", "localhost:8000"], 2, ["--host", "URL"]),
+        (["tests.models:DynamicEvent", "--grace", "-1"], 2, ["--grace"]),
+    ],
+)
+def test_shards_errors_are_one_line(
+    capsys: Capture, args: list[str], code: int, phrases: list[str]
+) -> None:
+    assert main(["shards", *args]) == code
+    _one_line_error(capsys, "shardmodel shards: error:", *phrases)
+
+
+def test_shards_says_an_unreachable_host_in_one_line(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.models import DynamicEvent
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    host = f"http://127.0.0.1:{free_port()}"
+    try:
+        assert main(["shards", "tests.models:DynamicEvent", "--host", host]) == 1
+    finally:
+        DynamicEvent.Meta.host = None  # type: ignore[attr-defined]
+        DynamicEvent._connection = None
+    _one_line_error(capsys, "Could not connect to the endpoint URL")
+
+
+def test_shards_help_shows_defaults(capsys: Capture) -> None:
+    assert main(["shards", "--help"]) == 0
+    out = capsys.readouterr().out
+    for phrase in ("--grow-to N", "--shrink-to N", "(default: 5.0)", "(default: 2)"):
+        assert phrase in out
+
+
+# -- plan --------------------------------------------------------------------------------
+
+
+def test_plan_prints_units_shards_and_the_strategy_line(capsys: Capture) -> None:
+    assert main(["plan", "--item-bytes", "1536", "--writes-per-second", "5000"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split()[:2] == ["reads", "0.5"] and out[2].split()[-1] == "1"
+    assert out[3].split()[:3] == ["writes", "2", "WCU"] and out[3].split()[-3:] == [
+        "10,000",
+        "1,000",
+        "10",
+    ]
+    assert "binding: writes, 10 shards" in out
+    assert "strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards(10))" in out
+
+
+def test_plan_suggests_hashed_shards_when_reads_bind(capsys: Capture) -> None:
+    args = ["--item-bytes", "800", "--reads-per-second", "2000", "--items-per-read", "25"]
+    assert main(["plan", *args, "--consistent"]) == 0
+    out = capsys.readouterr().out
+    assert "5 RCU a Query (25 x 800 B, strong)" in out and "binding: reads, 4 shards" in out
+    assert 'HashShards(4, on=["<attribute your reads fix>"])' in out
+    assert main(["plan", "--item-bytes", "100"]) == 0
+    assert "strategy: none needed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        ["--item-bytes", "0"],
+        ["--item-bytes", "1k"],
+        ["--item-bytes", "100", "--reads-per-second", "-5"],
+        ["--item-bytes", "100", "--writes-per-second", "inf"],
+        ["--item-bytes", "100", "--items-per-read", "0"],
+    ],
+)
+def test_plan_errors_are_one_line(capsys: Capture, bad: list[str]) -> None:
+    assert main(["plan", *bad]) == 2
+    _one_line_error(capsys, "shardmodel plan: error:")
+
+
+def test_plan_help_shows_defaults(capsys: Capture) -> None:
+    assert main(["plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--item-bytes" in out and "(default: 1)" in out and "(default: 0.0)" in out
+
+
+# -- the terminal helpers ----------------------------------------------------------------
+
+
+def test_tables_align_text_left_and_numbers_right() -> None:
+    text = table(("key", "shards"), [["a", 2], ["longer", 1000]])
+    assert text.splitlines() == [
+        "key     shards",
+        "------  ------",
+        "a            2",
+        "longer   1,000",
+    ]
+
+
+def test_progress_speaks_up_for_a_slow_step_only() -> None:
+    quiet = io.StringIO()
+    with progress("quick", stream=quiet, after=3600):
+        pass
+    assert quiet.getvalue() == ""
+    slow = io.StringIO()
+    shown = threading.Event()
+    with progress("copying", stream=slow, after=0):
+        for _ in range(6000):  # wait, with a generous deadline, until the line appears
+            if "copying ..." in slow.getvalue():
+                shown.set()
+                break
+            threading.Event().wait(0.01)
+    assert shown.is_set()
+    assert "copying ... done in" in slow.getvalue() and slow.getvalue().endswith(" s\n")
+
+
+# -- hot ---------------------------------------------------------------------------------
+
+
+def _enable_stream(table: str) -> None:
+    import boto3
+
+    boto3.client("dynamodb", region_name="us-east-1").update_table(
+        TableName=table,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_prints_the_throttle_report_and_the_hot_keys(capsys: Capture) -> None:
+    import boto3
+
+    from tests.models import DynamicEvent
+
+    _enable_stream("dynamic-events")
+    DynamicEvent.grow_shards("hot", to=3)
+    for n in range(30):
+        DynamicEvent("hot", n).save()
+    DynamicEvent("cold", 0).save()
+    boto3.client("cloudwatch", region_name="us-east-1").put_metric_data(
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {
+                "MetricName": name,
+                "Dimensions": [{"Name": "TableName", "Value": "dynamic-events"}],
+                "Value": value,
+            }
+            for name, value in (("WriteThrottleEvents", 7), ("ConsumedWriteCapacityUnits", 60))
+        ],
+    )
+    args = ["hot", "tests.models:DynamicEvent", "--minutes", "5", "--partition-wcu", "0.03"]
+    assert main([*args, "--grow"]) == 0
+    out = capsys.readouterr().out
+    assert "dynamic-events, last 5 min (CloudWatch)" in out
+    assert "on-demand" in out and "partition-level: a hot key" in out
+    lines = out.splitlines()
+    write_row = next(line for line in lines if line.startswith("(table)  write"))
+    assert write_row.split()[2:4] == ["7", "0.2"]  # 7 throttles, 60 WCU over 5 minutes
+    assert "hot keys: 31 writes read from the stream, last 5 min" in out
+    hot = next(line for line in lines if line.startswith("hot  "))
+    assert hot.split()[:4] == ["hot", "30", "0.1", "3"]
+    assert hot.split()[4] == "111%"  # 0.1 WCU/s over 3 shards of 0.03
+    assert "grew 'hot' to 5 shards" in out and "grew 'cold'" not in out  # 80% headroom
+    assert DynamicEvent.shard_metadata("hot").number_of_shards == 5  # type: ignore[union-attr]
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_without_a_stream_says_how_to_get_one(capsys: Capture) -> None:
+    assert main(["hot", "tests.models:RandomEvent"]) == 0
+    out = capsys.readouterr().out
+    assert "no throttling" in out and "has no stream; enable one" in out
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_takes_a_provisioned_tables_partition_share(capsys: Capture) -> None:
+    """3,000 RCU and 1,500 WCU start on 3 partitions: 500 WCU each."""
+    import boto3
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.update_table(
+        TableName="random-events",
+        BillingMode="PROVISIONED",
+        ProvisionedThroughput={"ReadCapacityUnits": 3000, "WriteCapacityUnits": 1500},
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )
+    assert main(["hot", "tests.models:RandomEvent"]) == 0
+    out = capsys.readouterr().out
+    assert "500 WCU/s a partition (1,500 WCU over 3 initial partition(s))" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "phrases"),
+    [
+        (["tests.models"], 1, ["module:Class"]),
+        (["tests.models:PlainEvent"], 1, ["not a ShardedModel"]),
+        (["tests.models:RandomEvent", "--grow"], 1, ["no DynamicShards key to grow"]),
+        (["tests.models:RandomEvent", "--minutes", "0"], 2, ["--minutes"]),
+        (["tests.models:RandomEvent", "--partition-wcu", "0"], 1, ["--partition-wcu"]),
+        (["tests.models:RandomEvent", "--partition-wcu", "-1"], 2, ["--partition-wcu"]),
+        (["tests.models:RandomEvent", "--host", "nowhere"], 2, ["--host"]),
+    ],
+)
+def test_hot_errors_are_one_line(
+    capsys: Capture, args: list[str], code: int, phrases: list[str]
+) -> None:
+    assert main(["hot", *args]) == code
+    _one_line_error(capsys, "shardmodel hot: error:", *phrases)
+
+
+def test_hot_help_shows_defaults(capsys: Capture) -> None:
+    assert main(["hot", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--minutes MINUTES" in out and "(default: 15)" in out and "1,000 on-demand" in out
+
+
+def test_progress_says_when_a_slow_step_failed() -> None:
+    out = io.StringIO()
+    with pytest.raises(RuntimeError), progress("copying", stream=out, after=0):
+        for _ in range(6000):
+            if "copying ..." in out.getvalue():
+                break
+            threading.Event().wait(0.01)
+        raise RuntimeError("boom")
+    assert "copying ... failed after" in out.getvalue()

@@ -1,0 +1,309 @@
+"""Hot keys from DynamoDB Streams: writes per logical key over a sliding window.
+
+A :class:`HotKeyTracker` reads stream records (from a Lambda event or a ``get_records``
+loop), maps each physical key back to its logical key through the model, and sums the
+write units every logical key took in the last ``window`` seconds. Keys whose writes a
+second come near the per-partition limit, per live shard, are hot; with ``grow=True`` a
+``DynamicShards`` key is grown (``Model.grow_shards``) before its partition throttles.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from attrs import frozen
+
+from shardmodel._time import Clock, SystemClock
+from shardmodel.capacity import PARTITION_WCU
+from shardmodel.errors import ShardKeyError
+from shardmodel.testing.sizing import item_size, write_units
+
+__all__ = ["HotKey", "HotKeyTracker", "read_stream"]
+
+log = logging.getLogger("shardmodel.ops.hotkeys")
+
+
+@frozen
+class HotKey:
+    """One logical key's writes over the tracker's window.
+
+    Attributes:
+        logical_key: the key.
+        writes: stream records (inserts, updates, deletes) in the window.
+        write_units: write units those writes took (by item size).
+        per_second: ``write_units`` divided by the window.
+        shards: the live shards its writes spread over (1 for an unsharded key).
+        limit: write units a second one partition accepts.
+    """
+
+    logical_key: str
+    writes: int
+    write_units: float
+    per_second: float
+    shards: int
+    limit: float
+
+    @property
+    def load(self) -> float:
+        """The share of one partition's limit each shard of the key uses (1.0: full)."""
+        return self.per_second / (self.shards * self.limit)
+
+    @property
+    def needed_shards(self) -> int:
+        """Shards the key needs to stay under ``limit`` at its rate (at least 1)."""
+        return max(1, math.ceil(round(self.per_second / self.limit, 9)))
+
+
+def _record_time(record: Mapping[str, Any]) -> float | None:
+    stamp = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
+    if isinstance(stamp, datetime):
+        return stamp.timestamp()
+    if isinstance(stamp, int | float):
+        return float(stamp)
+    return None
+
+
+class HotKeyTracker:
+    """Counts writes per logical key of one model over a sliding window.
+
+    Args:
+        model: the sharded model whose table's stream is read.
+        window: seconds of writes a report covers.
+        partition_wcu: write units a second one partition accepts (a provisioned table's
+            share: :func:`shardmodel.capacity.per_partition`).
+        threshold: a key is hot when each of its shards takes this share of
+            ``partition_wcu`` or more.
+        grow: grow hot ``DynamicShards`` keys to the count their rate needs, with
+            ``threshold`` as headroom.
+        clock: the time of records that carry none, and of reports.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        window: float = 60.0,
+        partition_wcu: float = PARTITION_WCU,
+        threshold: float = 0.8,
+        grow: bool = False,
+        clock: Clock | None = None,
+    ) -> None:
+        for name, value in (("window", window), ("partition_wcu", partition_wcu)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"HotKeyTracker({name}={value!r}): give a number above 0")
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+            raise ValueError(f"HotKeyTracker(threshold={threshold!r}): give a number")
+        if not 0 < threshold <= 1:
+            raise ValueError(f"HotKeyTracker(threshold={threshold!r}): give a share in (0, 1]")
+        if grow and getattr(model, "_shard_directory", None) is None:
+            raise ValueError(
+                f"HotKeyTracker(grow=True): {model.__name__} has no DynamicShards key to grow"
+            )
+        self.model = model
+        self.window = float(window)
+        self.partition_wcu = float(partition_wcu)
+        self.threshold = float(threshold)
+        self.grow = grow
+        self.clock: Clock = clock or SystemClock()
+        self._seconds: dict[int, tuple[dict[str, float], Counter[str]]] = {}
+        self._units: dict[str, float] = {}
+        self._writes: Counter[str] = Counter()
+        self._newest = -math.inf
+        self._lock = threading.Lock()
+        self._key_name = model._sharded().attr_name
+        self._table = model.Meta.table_name
+
+    # -- reading records -------------------------------------------------------------
+
+    def record(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Count stream records (DynamoDB JSON, as Streams and Lambda deliver them).
+
+        Returns how many were counted: writes of this model's table whose key follows
+        its layout (others are logged and skipped).
+        """
+        counted = 0
+        for record in records:
+            change = record.get("dynamodb", {})
+            key = change.get("Keys", {}).get(self._key_name, {}).get("S")
+            if key is None:
+                continue
+            image = change.get("NewImage") or change.get("OldImage")
+            if image:
+                units = float(write_units(item_size(image)))
+            else:
+                units = float(max(1, math.ceil(change.get("SizeBytes", 1) / 1024)))
+            try:
+                logical = self.model.logical_key_of(key)
+            except ShardKeyError as error:  # written by hand or another layout: skip it
+                log.warning("%s: stream key %r skipped: %s", self._table, key, error)
+                continue
+            self._add(logical, units, _record_time(record))
+            counted += 1
+        return counted
+
+    def _add(self, logical: str, units: float, at: float | None) -> None:
+        second = math.floor(at if at is not None else self.clock.now())
+        with self._lock:
+            if second <= self._newest - self.window:
+                return  # a late record of a second the window has left
+            if second not in self._seconds:
+                self._seconds[second] = ({}, Counter())
+            bucket_units, bucket_writes = self._seconds[second]
+            bucket_units[logical] = bucket_units.get(logical, 0.0) + units
+            bucket_writes[logical] += 1
+            self._units[logical] = self._units.get(logical, 0.0) + units
+            self._writes[logical] += 1
+            if second > self._newest:
+                self._newest = second
+                self._expire(second)
+
+    def _expire(self, newest: float) -> None:
+        for second in sorted(s for s in self._seconds if s <= newest - self.window):
+            units, writes = self._seconds.pop(second)
+            self._writes.subtract(writes)
+            for key, spent in units.items():
+                self._units[key] -= spent
+                if self._writes[key] <= 0:
+                    del self._units[key], self._writes[key]
+
+    def handler(self, event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+        """A Lambda handler for a DynamoDB Streams trigger: count, report, grow.
+
+        Returns ``{"counted": n, "hot": [...], "grown": {key: count}}``.
+        """
+        counted = self.record(event.get("Records", []))
+        hot = self.hot()
+        grown = self.grow_hot(hot) if self.grow else {}
+        return {
+            "counted": counted,
+            "hot": [(k.logical_key, round(k.per_second, 1), k.shards) for k in hot],
+            "grown": grown,
+        }
+
+    # -- reports -----------------------------------------------------------------------
+
+    def _window(self) -> list[tuple[str, float, int]]:
+        """(key, units, writes) of every key in the window, most units first."""
+        with self._lock:
+            self._expire(max(self._newest, math.floor(self.clock.now())))
+            return sorted(
+                ((k, u, self._writes[k]) for k, u in self._units.items()),
+                key=lambda entry: (-entry[1], entry[0]),
+            )
+
+    def _hot_key(self, logical: str, units: float, writes: int) -> HotKey:
+        return HotKey(
+            logical_key=logical,
+            writes=writes,
+            write_units=units,
+            per_second=units / self.window,
+            shards=self._live_shards(logical),
+            limit=self.partition_wcu,
+        )
+
+    def top(self, n: int = 10) -> list[HotKey]:
+        """The ``n`` busiest keys, by the load on each of their shards.
+
+        Reads the shard count of the ``4 n`` busiest dynamic keys (one GetItem each).
+        """
+        keys = [self._hot_key(*entry) for entry in self._window()[: n * 4]]
+        return sorted(keys, key=lambda k: (-k.load, k.logical_key))[:n]
+
+    def hot(self) -> list[HotKey]:
+        """The keys whose shards each take ``threshold`` of the partition limit or more.
+
+        Only keys whose whole rate reaches that (the most one shard could take) have
+        their shard count read.
+        """
+        floor = self.threshold * self.partition_wcu * self.window
+        candidates = [entry for entry in self._window() if entry[1] >= floor - 1e-9]
+        keys = [self._hot_key(*entry) for entry in candidates]
+        hot = [k for k in keys if k.load >= self.threshold - 1e-12]
+        return sorted(hot, key=lambda k: (-k.load, k.logical_key))
+
+    def _live_shards(self, logical: str) -> int:
+        if getattr(self.model, "_shard_directory", None) is None:
+            return self._fixed_shards()
+        found = self.model.shard_metadata(logical)
+        return 1 if found is None else int(found.number_of_shards)
+
+    def _fixed_shards(self) -> int:
+        """Shards a fixed-count key's writes spread over (1 when they go to one shard)."""
+        layout = self.model._sharded().layout
+        count = 1
+        for strategy in layout.strategies:
+            n = getattr(strategy, "n", None)
+            if isinstance(n, int) and not getattr(strategy, "deterministic", True):
+                count *= n
+        return count
+
+    # -- acting ------------------------------------------------------------------------
+
+    def grow_hot(self, hot: Iterable[HotKey] | None = None) -> dict[str, int]:
+        """Grow each hot ``DynamicShards`` key to the count its rate needs with headroom.
+
+        Returns ``{logical key: new live count}`` for the keys grown.
+        """
+        directory = getattr(self.model, "_shard_directory", None)
+        if directory is None:
+            raise ValueError(f"{self.model.__name__} has no DynamicShards key to grow")
+        ceiling = directory.settings.max_shards
+        grown: dict[str, int] = {}
+        for key in self.hot() if hot is None else hot:
+            target = min(
+                ceiling, math.ceil(round(key.per_second / (self.threshold * key.limit), 9))
+            )
+            if target <= key.shards:
+                continue
+            self.model.grow_shards(key.logical_key, to=target)
+            log.info(
+                "%s: grew hot key %r from %d to %d shards (%.0f WCU/s)",
+                self.model.Meta.table_name,
+                key.logical_key,
+                key.shards,
+                target,
+                key.per_second,
+            )
+            grown[key.logical_key] = target
+        return grown
+
+
+def read_stream(
+    tracker: HotKeyTracker,
+    stream_arn: str,
+    client: Any,
+    iterator_type: str = "TRIM_HORIZON",
+    max_calls: int = 100,
+) -> int:
+    """Feed every shard of a DynamoDB stream to ``tracker`` with ``get_records``.
+
+    Reads each stream shard until it returns no records (or ``max_calls`` calls in all,
+    the bound on requests, checked before each one). ``client`` is a boto3
+    ``dynamodbstreams`` client. Returns the records counted.
+    """
+    if isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1:
+        raise ValueError(f"read_stream(max_calls={max_calls!r}): give an int of at least 1")
+    calls = 1
+    description = client.describe_stream(StreamArn=stream_arn)["StreamDescription"]
+    counted = 0
+    for shard in description.get("Shards", []):
+        if calls >= max_calls:
+            break
+        calls += 1
+        iterator = client.get_shard_iterator(
+            StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType=iterator_type
+        ).get("ShardIterator")
+        while iterator and calls < max_calls:
+            calls += 1
+            page = client.get_records(ShardIterator=iterator, Limit=1000)
+            records = page.get("Records", [])
+            counted += tracker.record(records)
+            if not records:
+                break
+            iterator = page.get("NextShardIterator")
+    return counted

@@ -1,0 +1,144 @@
+"""Hot keys from DynamoDB Streams: Lambda events and a get_records loop on moto."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+
+from shardmodel.ops import HotKeyTracker, read_stream
+from shardmodel.testing import SimulatedClock
+from tests.models import DynamicEvent, HashedEvent, RandomEvent
+
+PAYLOAD = {"event_type": {"S": "x" * 200}}
+
+
+def _record(physical: str, at: float, n: int, name: str = "user_id") -> dict[str, Any]:
+    """One Lambda-style stream record (epoch seconds, DynamoDB JSON)."""
+    keys = {name: {"S": physical}, "timestamp": {"N": str(n)}}
+    return {
+        "eventName": "INSERT",
+        "eventSource": "aws:dynamodb",
+        "dynamodb": {
+            "ApproximateCreationDateTime": at,
+            "Keys": keys,
+            "NewImage": {**keys, **PAYLOAD},
+            "SizeBytes": 260,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        },
+    }
+
+
+def _burst(key: str, per_second: int, seconds: range, shards: int = 1) -> list[dict[str, Any]]:
+    return [
+        _record(f"{key}#{n % shards}", at + n / per_second, n)
+        for at in seconds
+        for n in range(per_second)
+    ]
+
+
+@pytest.mark.usefixtures("tables")
+def test_a_lambda_handler_names_the_hot_key_and_grows_it_before_it_throttles() -> None:
+    """900 writes/s on one shard is 90% of a partition: grown to 2 shards (80% headroom)."""
+    clock = SimulatedClock(start=1_700_000_009.5)  # in the last second written
+    tracker = HotKeyTracker(DynamicEvent, window=10, grow=True, clock=clock)
+    event = {"Records": _burst("hot", 900, range(1_700_000_000, 1_700_000_010))}
+    event["Records"] += _burst("cold", 20, range(1_700_000_000, 1_700_000_010))
+    result = tracker.handler(event)
+    assert result["counted"] == 9200
+    assert result["hot"] == [("hot", 900.0, 1)]
+    assert result["grown"] == {"hot": 2}
+    metadata = DynamicEvent.shard_metadata("hot")
+    assert metadata is not None and [e.count for e in metadata.history] == [1, 2]
+    assert DynamicEvent.shard_metadata("cold") is None  # never touched
+    top = tracker.top(2)
+    assert [k.logical_key for k in top] == ["hot", "cold"]
+    assert (top[0].writes, top[0].shards, top[0].load) == (9000, 2, 0.45)
+    assert tracker.handler({"Records": []})["grown"] == {}  # 2 shards hold 900/s
+
+
+def test_the_window_slides_and_late_records_are_ignored() -> None:
+    tracker = HotKeyTracker(RandomEvent, window=60, clock=SimulatedClock(start=1000))
+    tracker.record(_burst("a", 10, range(1000, 1010), shards=10))
+    assert [(k.logical_key, k.writes) for k in tracker.top()] == [("a", 100)]
+    tracker.record(_burst("b", 50, range(1065, 1066)))
+    # seconds 1006-1009 of a are still in the minute up to 1065
+    assert [(k.logical_key, k.writes) for k in tracker.top()] == [("b", 50), ("a", 40)]
+    tracker.record(_burst("b", 5, range(1075, 1076)))
+    assert [(k.logical_key, k.writes) for k in tracker.top()] == [("b", 55)]  # a left
+    tracker.record([_record("a#1", 1001, 0)])  # late: its second left the window
+    assert [k.logical_key for k in tracker.top()] == ["b"]
+    assert tracker.top()[0].shards == 10  # RandomShards(10): every key spreads over 10
+
+
+def test_fixed_strategies_report_their_spread() -> None:
+    clock = SimulatedClock(start=49.5)
+    spread = HotKeyTracker(RandomEvent, window=10, partition_wcu=10, clock=clock)
+    spread.record(_burst("r", 50, range(40, 50), shards=10))
+    (key,) = spread.top()
+    assert (key.per_second, key.shards, key.needed_shards) == (50.0, 10, 5)
+    assert key.load == 0.5 and spread.hot() == []
+    hashed = HotKeyTracker(HashedEvent, window=10, partition_wcu=10, clock=clock)
+    hashed.record(_burst("h", 50, range(40, 50), shards=4))
+    assert hashed.top()[0].shards == 1  # a hashed key's item goes to one known shard
+    with pytest.raises(ValueError, match="no DynamicShards key"):
+        spread.grow_hot()
+
+
+@pytest.mark.parametrize(
+    ("options", "name"),
+    [
+        ({"window": 0}, "window"),
+        ({"partition_wcu": "1000"}, "partition_wcu"),
+        ({"threshold": 1.5}, "threshold"),
+        ({"grow": True}, "grow"),
+    ],
+)
+def test_bad_settings_name_the_setting(options: dict[str, Any], name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        HotKeyTracker(RandomEvent, **options)
+
+
+@pytest.mark.usefixtures("tables")
+def test_a_get_records_loop_on_moto_maps_physical_keys_back_and_grows_the_hot_one() -> None:
+    """Real stream records from moto: 4 physical keys of 'hot' count as one logical key."""
+    table = DynamicEvent.Meta.table_name
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    stream_arn = dynamodb.update_table(
+        TableName=table,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )["TableDescription"]["LatestStreamArn"]
+    DynamicEvent.grow_shards("hot", to=4)
+    for n in range(40):
+        DynamicEvent("hot", n, event_type="click").save()
+    for n in range(3):
+        DynamicEvent("cold", n).save()
+    stored = {e.get_physical_key() for e in DynamicEvent.query("hot")}
+    assert len(stored) > 1
+    # a tiny per-partition limit makes 40 writes a minute hot: 0.67 WCU/s over 4 shards
+    tracker = HotKeyTracker(DynamicEvent, window=60, partition_wcu=0.1, grow=True)
+    # botocore now routes by the ARN's account (<account>.streams-ddb...), which moto
+    # does not answer: name the regional endpoint
+    streams = boto3.client(
+        "dynamodbstreams",
+        region_name="us-east-1",
+        endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com",
+    )
+    assert read_stream(tracker, stream_arn, streams) == 43
+    top = tracker.top()
+    assert [(k.logical_key, k.writes, k.shards) for k in top] == [("hot", 40, 4), ("cold", 3, 1)]
+    assert [k.logical_key for k in tracker.hot()] == ["hot"]  # cold: 0.05 WCU/s, half
+    grown = tracker.grow_hot()
+    assert grown == {"hot": 9}  # 0.667 WCU/s at 80% of 0.1 per shard
+    assert DynamicEvent.shard_metadata("hot").number_of_shards == 9  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="max_calls"):
+        read_stream(tracker, stream_arn, streams, max_calls=0)
+
+
+def test_records_of_other_layouts_and_tables_are_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    tracker = HotKeyTracker(RandomEvent, window=60, clock=SimulatedClock(start=10))
+    foreign = [_record("no-suffix", 5, 0), _record("a#1", 5, 1, name="other_key")]
+    assert tracker.record([*foreign, _record("a#1", 5, 2)]) == 1
+    assert "stream key 'no-suffix' skipped" in caplog.text
+    assert [(k.logical_key, k.writes) for k in tracker.top()] == [("a", 1)]
