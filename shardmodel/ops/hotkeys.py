@@ -22,7 +22,7 @@ from attrs import frozen
 from shardmodel._time import Clock, SystemClock
 from shardmodel.capacity import PARTITION_WCU
 from shardmodel.errors import ShardKeyError
-from shardmodel.testing.sizing import item_size, write_units
+from shardmodel.sizing import item_size, write_units
 
 __all__ = ["HotKey", "HotKeyTracker", "read_stream"]
 
