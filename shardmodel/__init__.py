@@ -5,6 +5,7 @@ from shardmodel.counters import CounterAttribute, TokenWindow
 from shardmodel.errors import (
     CursorError,
     DuplicateItemError,
+    IdempotentParameterMismatchError,
     ShardConfigurationError,
     ShardKeyError,
     ShardModelError,
@@ -37,6 +38,7 @@ __all__ = [
     "DynamicShards",
     "HashShards",
     "HistoryEntry",
+    "IdempotentParameterMismatchError",
     "KeyLayout",
     "MergedQuery",
     "PhysicalKey",

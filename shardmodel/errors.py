@@ -9,7 +9,9 @@ built-in exception whose meaning fits, so ``except ValueError`` keeps working::
     ├── UnknownShardError (LookupError)       an instance's shard cannot be known
     ├── DuplicateItemError (LookupError)      one logical item found on two shards
     ├── UnsupportedOperationError (TypeError) the operation cannot work on this layout
-    └── CursorError (ValueError)              a query cursor cannot be resumed here
+    ├── CursorError (ValueError)              a query cursor cannot be resumed here
+    └── IdempotentParameterMismatchError (ValueError)
+                                              a counter token reused with other amounts
 
 Messages name the field at fault and say how to fix it. Errors raised while
 preparing a request are raised before anything is sent, so nothing is written.
@@ -60,3 +62,16 @@ class UnsupportedOperationError(ShardModelError, TypeError):
 
 class CursorError(ShardModelError, ValueError):
     """A query cursor is tampered, truncated, from another version, or for another query."""
+
+
+class IdempotentParameterMismatchError(ShardModelError, ValueError):
+    """An ``add`` token was already used with other increments; nothing was applied.
+
+    Like DynamoDB's ``IdempotentParameterMismatchException`` for a reused
+    ``ClientRequestToken``: a token names one increment, so resending it with other
+    amounts is a bug in the caller. ``error.token`` is the token.
+    """
+
+    def __init__(self, message: str, token: str) -> None:
+        super().__init__(message)
+        self.token = token
