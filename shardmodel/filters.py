@@ -137,12 +137,8 @@ def _plain(value: _Typed) -> Any:
     kind, raw = value
     if kind in _ORDERED:
         return kind, _comparable(value)
-    if kind == "NS":
-        return kind, frozenset(Decimal(v) for v in raw)
-    if kind == "SS":
-        return kind, frozenset(raw)
-    if kind == "BS":
-        return kind, frozenset(_bytes(v) for v in raw)
+    if kind in ("SS", "NS", "BS"):
+        return kind, frozenset(_plain((kind[0], v)) for v in raw)
     if kind == "L":
         return kind, tuple(_plain(next(iter(v.items()))) for v in raw)
     if kind == "M":
@@ -184,7 +180,7 @@ def _contains(operands: list[_Typed | None]) -> bool:
     if kind in ("S", "B") and needle[0] == kind:
         return bool(_comparable(needle) in _comparable(value))
     if kind in ("SS", "NS", "BS") and needle[0] == kind[0]:
-        return _plain(needle)[1] in _plain(value)[1]
+        return _plain(needle) in _plain(value)[1]
     if kind == "L":
         return any(_equal(next(iter(v.items())), needle) for v in value[1])
     return False
