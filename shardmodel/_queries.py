@@ -239,11 +239,11 @@ class Queries(KeyedModel):
         counters = bool(cls._counter_names) and index_name is None
         # a counter model's filter must see summed items: applied after summing, on whole
         # items, and the projection after it (shardmodel.filters)
-        summed_filter = filter_condition if counters else None
+        local_filter = filter_condition if counters else None
         fetch = cls._shard_fetcher(
             range_key_condition=range_key_condition,
             filter_condition=None if counters else filter_condition,
-            attributes_to_get=projection if summed_filter is None else None,
+            attributes_to_get=projection if local_filter is None else None,
             consistent_read=consistent_read,
             index_name=index_name,
             return_consumed_capacity="TOTAL",
@@ -268,7 +268,7 @@ class Queries(KeyedModel):
         if not counters and not dynamic:
             return merged
         seen = _seen_by(resume, sort_key, forward) if dynamic else None
-        after = (summed_filter, projection) if summed_filter is not None else None
+        after = (local_filter, projection) if local_filter is not None else None
         return cls._grouped(merged, limit, counters, seen, after)
 
     @classmethod

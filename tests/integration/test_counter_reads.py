@@ -24,6 +24,7 @@ CASES: list[Callable[[], None]] = [
     cases.test_scan_without_a_home_shard_item_still_returns_the_item,
     cases.test_parallel_scan_segments_return_each_item_once,
     cases.test_scan_resumes_from_its_cursor_without_loss_or_repeat,
+    cases.test_dynamic_counters_count_scan_and_filter_logical_items,
     cases.test_token_reused_with_other_amounts_is_refused_and_applies_nothing,
     cases.test_update_with_a_counter_action_is_unsupported,
     cases.test_changing_a_counter_on_the_instance_then_saving_is_refused,

@@ -14,7 +14,7 @@ from shardmodel import (
     ShardModelError,
     UnsupportedOperationError,
 )
-from tests.models import PageViews, Score
+from tests.models import DynamicViews, PageViews, Score
 from tests.support import raw_items
 
 pytestmark = pytest.mark.usefixtures("tables")
@@ -129,6 +129,21 @@ def test_scan_resumes_from_its_cursor_without_loss_or_repeat() -> None:
             if cursor is None:
                 break
         assert sorted(seen) == sorted(totals)
+
+
+def test_dynamic_counters_count_scan_and_filter_logical_items() -> None:
+    """A DynamicShards counter key grown to 2 shards reads as one item everywhere."""
+    directory = DynamicViews._shard_directory
+    assert directory is not None
+    for key in ("a", "b"):
+        directory.grow(key, directory.lookup(key) or directory.create(key))
+        for _ in range(20):
+            DynamicViews.add(key, views=1)
+    assert shard_rows(DynamicViews) > 2
+    assert DynamicViews.count("a") == 1
+    assert sorted((v.page, v.views) for v in DynamicViews.scan()) == [("a", 20), ("b", 20)]
+    found = DynamicViews.query("a", filter_condition=DynamicViews.views > 10)
+    assert [v.views for v in found] == [20]
 
 
 def test_scan_of_a_counter_model_refuses_what_it_cannot_bound() -> None:
