@@ -13,7 +13,7 @@ from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 
 from shardmodel._reads import PointReads
-from shardmodel.counter_reads import CounterScan, summed_filter
+from shardmodel.counter_reads import CounterScan, check_index_read, summed_filter
 from shardmodel.counters import (
     TOTAL_PREFIX,
     TokenWindow,
@@ -247,7 +247,9 @@ class Counting(PointReads):
         the summed items on the client. Parallel segments together return each
         logical item once: the segment holding its lowest-numbered shard item emits it.
         """
-        if not cls._counter_names:
+        if index_name is not None and cls._counter_names:
+            check_index_read(cls, "scan", attributes_to_get, filter_condition is not None)
+        if not cls._counter_names or index_name is not None:
             return super().scan(
                 filter_condition,
                 segment,
@@ -261,11 +263,10 @@ class Counting(PointReads):
                 attributes_to_get,
             )
         name = cls.__name__
-        if index_name is not None or rate_limit is not None:
-            what = "index_name" if index_name is not None else "rate_limit"
+        if rate_limit is not None:
             raise UnsupportedOperationError(
-                f"{name}.scan({what}=...): a counter model's scan reads every shard of each "
-                f"item it finds, which {what} cannot bound; scan the table without it"
+                f"{name}.scan(rate_limit=...): a counter model's scan reads every shard of "
+                "each item it finds, which rate_limit cannot bound; scan without it"
             )
         key_names = cls._with_keys([]) or []
         connection = cls._get_connection()

@@ -12,7 +12,7 @@ from pynamodb.expressions.condition import Condition
 from shardmodel._conditions import bounds_of
 from shardmodel._keyed import KeyedModel
 from shardmodel.attributes import ShardedKeyAttribute
-from shardmodel.counter_reads import check_countable, summed_filter
+from shardmodel.counter_reads import check_countable, check_index_read, summed_filter
 from shardmodel.cursor import Cursor, decode_cursor, encode_cursor
 from shardmodel.errors import (
     CursorError,
@@ -199,6 +199,8 @@ class Queries(KeyedModel):
         (default and maximum: ``Meta.max_pool_connections``). ``time_range=(start, end)``
         bounds the buckets of a ``TimeBuckets`` key whose time is not the sort key.
         """
+        if cls._counter_names and index_name is not None:
+            check_index_read(cls, "query", attributes_to_get, filter_condition is not None)
         if cls._query_sharding(index_name) is None:
             return super().query(
                 hash_key,
@@ -357,6 +359,8 @@ class Queries(KeyedModel):
         time_range: TimeBounds | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
+        if cls._counter_names and index_name is not None:
+            check_index_read(cls, "count", [], filter_condition is not None)
         if cls._counter_names and index_name is None:
             # a counter item's shard items are shares of one item: count summed items
             check_countable(cls, hash_key)

@@ -23,7 +23,7 @@ from pynamodb.expressions.condition import Condition
 from shardmodel.errors import UnsupportedOperationError
 from shardmodel.filters import matches
 
-__all__ = ["CounterScan", "check_countable", "summed_filter"]
+__all__ = ["CounterScan", "check_countable", "check_index_read", "summed_filter"]
 
 _T = TypeVar("_T")
 _RawItem = dict[str, dict[str, Any]]
@@ -39,6 +39,29 @@ def check_countable(model: Any, hash_key: Any) -> None:
             f"{name}.count() without a key: DescribeTable's item count counts the shard "
             "items of every counter item, not the items; count one key with "
             f"{name}.count(key), or every item with sum(1 for _ in {name}.scan())"
+        )
+
+
+def check_index_read(
+    model: Any, operation: str, attributes_to_get: Sequence[str] | None, filtered: bool
+) -> None:
+    """Refuse an index read of a counter model that would show partial counters.
+
+    An index holds shard items, each with its share of the counters (and, for an index
+    on other attributes, the home shard's item only): its counters are not totals. An
+    index read may return keys and other attributes, without counters and without a
+    filter; ``batch_get`` the keys for totals.
+    """
+    name = model.__name__
+    attributes = model.get_attributes()
+    counters = {attributes[n].attr_name for n in model._counter_names}
+    shown = counters if attributes_to_get is None else counters & set(attributes_to_get)
+    if shown or filtered:
+        raise UnsupportedOperationError(
+            f"{name}.{operation}(index_name=...): an index holds shard items, whose "
+            f"counters ({', '.join(sorted(counters))}) are shares, not totals; read the "
+            "index without a filter and with attributes_to_get naming no counter, then "
+            f"{name}.batch_get() the keys for totals"
         )
 
 

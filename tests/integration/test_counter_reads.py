@@ -13,6 +13,8 @@ from decimal import Decimal
 
 import pytest
 
+from shardmodel.testing import bind_models
+from tests.integration.conftest import CREDENTIALS
 from tests.unit import test_counter_reads as cases
 
 CASES: list[Callable[[], None]] = [
@@ -38,3 +40,13 @@ CASES: list[Callable[[], None]] = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__.removeprefix("test_"))
 def test_counter_reads_on_servers(backend: str, case: Callable[[], None]) -> None:
     case()
+
+
+def test_index_reads_never_show_partial_counters_on_servers(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    bind_models([cases.TitledViews], host=request.getfixturevalue(f"{backend}_url"), **CREDENTIALS)
+    try:
+        cases.test_index_reads_of_a_counter_model_never_show_partial_counters()
+    finally:
+        bind_models([cases.TitledViews], host=None)

@@ -7,9 +7,15 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
 from shardmodel import (
+    CounterAttribute,
     IdempotentParameterMismatchError,
+    RandomShards,
+    ShardedKeyAttribute,
+    ShardedModel,
     ShardKeyError,
     ShardModelError,
     UnsupportedOperationError,
@@ -144,6 +150,54 @@ def test_dynamic_counters_count_scan_and_filter_logical_items() -> None:
     assert sorted((v.page, v.views) for v in DynamicViews.scan()) == [("a", 20), ("b", 20)]
     found = DynamicViews.query("a", filter_condition=DynamicViews.views > 10)
     assert [v.views for v in found] == [20]
+
+
+class ByTitle(GlobalSecondaryIndex["TitledViews"]):  # type: ignore[no-untyped-call]
+    class Meta:
+        index_name = "by-title"
+        projection = AllProjection()
+
+    title = UnicodeAttribute(hash_key=True)
+
+
+class TitledViews(ShardedModel):
+    """Counters with an index on a home-shard attribute."""
+
+    class Meta:
+        table_name = "titled-views"
+        region = "us-east-1"
+
+    page = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+    views = CounterAttribute(default=0)
+    title = UnicodeAttribute(null=True)
+    by_title = ByTitle()
+
+
+def test_index_reads_of_a_counter_model_never_show_partial_counters() -> None:
+    """An index holds shard items: reads returning counters (or filtering) are refused."""
+    TitledViews.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    try:
+        for _ in range(12):
+            TitledViews.add("p", views=1)
+        TitledViews(page="p", title="T").save()
+        for refused in (
+            lambda: TitledViews.by_title.query("T"),
+            lambda: TitledViews.by_title.query("T", attributes_to_get=["views"]),
+            lambda: TitledViews.by_title.scan(),
+            lambda: TitledViews.by_title.count("T", filter_condition=TitledViews.views > 1),
+            lambda: TitledViews.by_title.query(
+                "T", filter_condition=TitledViews.views > 1, attributes_to_get=["page"]
+            ),
+        ):
+            with pytest.raises(UnsupportedOperationError, match="batch_get"):
+                refused()
+        keys = [p.page for p in TitledViews.by_title.query("T", attributes_to_get=["page"])]
+        assert keys == ["p"]
+        assert [p.page for p in TitledViews.by_title.scan(attributes_to_get=["page"])] == ["p"]
+        assert TitledViews.by_title.count("T") == 1
+        assert [p.views for p in TitledViews.batch_get(keys)] == [12]
+    finally:
+        TitledViews.delete_table()
 
 
 def test_scan_of_a_counter_model_refuses_what_it_cannot_bound() -> None:
