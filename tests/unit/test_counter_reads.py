@@ -20,7 +20,7 @@ from shardmodel import (
     ShardModelError,
     UnsupportedOperationError,
 )
-from tests.models import DynamicViews, PageViews, Score
+from tests.models import COUNTER_CLOCK, DynamicViews, PageViews, Score
 from tests.support import raw_items
 
 pytestmark = pytest.mark.usefixtures("tables")
@@ -223,6 +223,20 @@ def test_token_reused_with_other_amounts_is_refused_and_applies_nothing() -> Non
         assert isinstance(info.value, ShardModelError)
     page = PageViews.get("m")
     assert (page.views, page.likes) == (1, 0)
+
+
+def test_token_mismatch_is_caught_in_the_next_window_too() -> None:
+    """A token in the previous window's set is still checked against its amounts."""
+    start = COUNTER_CLOCK.now
+    try:
+        PageViews.add("w", views=2, token="old")
+        COUNTER_CLOCK.now = start + 650  # the next window: "old" sits in the other slot
+        with pytest.raises(IdempotentParameterMismatchError):
+            PageViews.add("w", views=3, token="old")
+        PageViews.add("w", views=2.0, token="old")  # the same amounts: counted once
+        assert PageViews.get("w").views == 2
+    finally:
+        COUNTER_CLOCK.now = start
 
 
 @pytest.mark.parametrize(
