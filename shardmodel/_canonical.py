@@ -13,7 +13,7 @@ from typing import Any
 
 from pynamodb.constants import BINARY, NUMBER
 
-__all__ = ["canonical_number", "canonical_value"]
+__all__ = ["canonical_number", "canonical_value", "storable_number"]
 
 # wide enough that normalizing never rounds: DynamoDB itself refuses over 38 digits
 _EXACT = Context(prec=400)
@@ -38,6 +38,29 @@ def canonical_number(value: Any) -> str:
     if number.is_zero():
         return "0"
     return format(number.normalize(_EXACT), "f")
+
+
+#: DynamoDB's number range: 38 significant digits, magnitudes 1E-130 to below 1E+126.
+_MAX_DIGITS, _MIN_EXPONENT, _MAX_EXPONENT = 38, -130, 125
+
+
+def storable_number(value: Any) -> str:
+    """:func:`canonical_number`, refusing what DynamoDB cannot store (digits, magnitude).
+
+    Raises:
+        ValueError: for NaN, infinities and numbers out of DynamoDB's range, naming the fix.
+    """
+    text = canonical_number(value)
+    if text == "0":
+        return text
+    normal = Decimal(text)
+    digits = len(normal.normalize(_EXACT).as_tuple().digits)
+    if digits > _MAX_DIGITS or not _MIN_EXPONENT <= normal.adjusted() <= _MAX_EXPONENT:
+        raise ValueError(
+            "DynamoDB numbers hold up to 38 significant digits, magnitudes 1E-130 to "
+            "9.99E+125; round the amount (e.g. Decimal(value).quantize(...))"
+        )
+    return text
 
 
 def canonical_value(kind: str, value: Any) -> Any:

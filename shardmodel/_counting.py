@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -12,13 +12,16 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 
+from shardmodel._canonical import storable_number as canonical_number
 from shardmodel._reads import PointReads
+from shardmodel.counter_reads import CounterScan, check_index_read, summed_filter
 from shardmodel.counters import (
     TOTAL_PREFIX,
     TokenWindow,
     check_increments,
+    check_recorded,
+    increments_print,
     token_attempts,
-    token_recorded,
     token_shard,
 )
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
@@ -33,8 +36,31 @@ _RawItem = dict[str, dict[str, Any]]
 TOKEN_RACE_RETRIES = 8
 
 
+def _range_ident(stored: dict[str, Any] | None) -> Any:
+    """A stored sort key value as a hashable, DynamoDB-equal-means-equal value."""
+    if stored is None:
+        return None
+    ((kind, value),) = stored.items()
+    if kind == NUMBER:
+        return kind, canonical_number(Decimal(value))
+    return kind, bytes(value) if isinstance(value, bytearray | memoryview) else value
+
+
+def _number_text(value: Any) -> str | None:
+    """A counter value compared by number: ``1``, ``1.0`` and ``Decimal('1E+0')`` agree."""
+    if value is None:
+        return None
+    try:
+        return canonical_number(value)
+    except (ValueError, TypeError):
+        return repr(value)
+
+
 class Counting(PointReads):
     """Counters spread over shard items: ``add`` writes one shard, reads sum all."""
+
+    # per instance: the counters as loaded (None: a new instance, compared to defaults)
+    _loaded_counters: dict[str, Any] | None = None
 
     @classmethod
     def _token_window(cls) -> TokenWindow:
@@ -63,6 +89,10 @@ class Counting(PointReads):
             token: makes the increment idempotent: the same token counts once within
                 the token window (``Meta.counter_tokens``, 10 to 20 minutes by default).
             **increments: counter name to amount (negative amounts decrement).
+
+        Raises:
+            IdempotentParameterMismatchError: ``token`` was used with other amounts
+                within the window; nothing is applied.
         """
         if not cls._counter_names:
             raise UnsupportedOperationError(
@@ -73,7 +103,11 @@ class Counting(PointReads):
         if token is not None and (not isinstance(token, str) or not token):
             raise ShardKeyError(f"{cls.__name__}.add(token={token!r}): a token is a non-empty str")
         attributes = cls.get_attributes()
-        actions = [attributes[name].add(value) for name, value in increments.items()]
+        # sent in canonical form: Decimals too (PynamoDB serializes numbers with json)
+        actions = [
+            attributes[name].add({NUMBER: canonical_number(value)})
+            for name, value in increments.items()
+        ]
         key = cls._counter_key(hash_key, range_key)
         if token is None:
             cls._write_counter(
@@ -92,7 +126,7 @@ class Counting(PointReads):
             )
         candidates = cls._candidate_keys(hash_key, range_key)
         physical = candidates[token_shard(token, len(candidates))]
-        cls._add_once(physical, key, actions, token)
+        cls._add_once(physical, key, actions, token, increments_print(increments))
 
     @classmethod
     def _write_counter(cls, hash_key: Any, range_key: Any, update: Callable[[str], Any]) -> None:
@@ -104,12 +138,14 @@ class Counting(PointReads):
         cls._resend(lambda: update(physical), lambda error: is_throttle(error) or is_unsent(error))
 
     @classmethod
-    def _add_once(cls, physical: str, key: dict[str, Any], actions: list[Any], token: str) -> None:
+    def _add_once(
+        cls, physical: str, key: dict[str, Any], actions: list[Any], token: str, fingerprint: str
+    ) -> None:
         """Apply an increment unless its token is recorded; safe to call again on a retry."""
         connection = cls._get_connection()
         for _ in range(TOKEN_RACE_RETRIES):
             window = cls._token_window().current()
-            for extra, condition in token_attempts(token, window):
+            for extra, condition in token_attempts(token, window, fingerprint):
                 update = functools.partial(
                     connection.update_item,
                     physical,
@@ -127,7 +163,7 @@ class Counting(PointReads):
             stored = cls._resend(
                 lambda: connection.get_item(physical, consistent_read=True, **key), is_transient
             ).get("Item")
-            if token_recorded(stored, token):
+            if check_recorded(stored, token, fingerprint, cls.__name__):
                 return  # counted before: a retry after a lost response
         raise UnsupportedOperationError(
             f"{cls.__name__}.add(token={token!r}): concurrent writers kept rotating the "
@@ -187,6 +223,133 @@ class Counting(PointReads):
                 return cls.from_raw_data(cls._merge_shards([cached], home))
         return cls.rollup(hash_key, range_key)
 
+    # -- scans: one item per logical item ------------------------------------------------
+
+    @classmethod
+    def scan(  # type: ignore[override]
+        cls: type[_M],
+        filter_condition: Condition | None = None,
+        segment: int | None = None,
+        total_segments: int | None = None,
+        limit: int | None = None,
+        last_evaluated_key: dict[str, dict[str, Any]] | None = None,
+        page_size: int | None = None,
+        consistent_read: bool | None = None,
+        index_name: str | None = None,
+        rate_limit: float | None = None,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> Iterator[_M]:
+        """Scan; on a counter model, each logical item once with its counters summed.
+
+        A counter model's scan reads the shard items' keys, and for each logical item it
+        finds reads every shard item of it (BatchGetItem, 100 keys a call): up to ``n``
+        keys per shard item scanned on ``n`` shards. ``filter_condition`` is applied to
+        the summed items on the client. Parallel segments together return each
+        logical item once: the segment holding its lowest-numbered shard item emits it.
+        """
+        if index_name is not None and cls._counter_names:
+            check_index_read(cls, "scan", attributes_to_get, filter_condition is not None)
+        if not cls._counter_names or index_name is not None:
+            return super().scan(
+                filter_condition,
+                segment,
+                total_segments,
+                limit,
+                last_evaluated_key,
+                page_size,
+                consistent_read,
+                index_name,
+                rate_limit,
+                attributes_to_get,
+            )
+        name = cls.__name__
+        if rate_limit is not None:
+            raise UnsupportedOperationError(
+                f"{name}.scan(rate_limit=...): a counter model's scan reads every shard of "
+                "each item it finds, which rate_limit cannot bound; scan without it"
+            )
+        key_names = cls._with_keys([]) or []
+        connection = cls._get_connection()
+
+        def page(start: _RawItem | None, size: int | None) -> dict[str, Any]:
+            response: dict[str, Any] = connection.scan(
+                exclusive_start_key=start,  # type: ignore[arg-type]
+                segment=segment,
+                total_segments=total_segments,
+                limit=size,
+                consistent_read=consistent_read,
+                attributes_to_get=key_names,
+            )
+            return response
+
+        fetched = None if filter_condition is not None else cls._with_keys(attributes_to_get)
+        if filter_condition is None:
+            keep: Callable[[_RawItem], bool] = lambda raw: True  # noqa: E731
+            build: Callable[[_RawItem], Any] = cls.from_raw_data
+        else:
+            keep, build = summed_filter(cls, filter_condition, cls._with_keys(attributes_to_get))
+        return CounterScan(
+            page=page,
+            emit=lambda rows: cls._scan_emits(rows, consistent_read, fetched),
+            keep=keep,
+            build=build,
+            limit=limit,
+            page_size=page_size if page_size is not None else limit,
+            start=last_evaluated_key,
+        )
+
+    @classmethod
+    def _scan_emits(
+        cls,
+        rows: list[_RawItem],
+        consistent_read: bool | None,
+        attributes_to_get: list[str] | None,
+    ) -> list[_RawItem | None]:
+        """For each scanned shard item, the summed item it emits, or None.
+
+        Every shard of each logical item found is read; the lowest-numbered shard item
+        that exists emits the item (a logical item's shard items may fall in different
+        pages or segments, and exactly one of them is that one).
+        """
+        hash_name = cls._sharded().attr_name
+        layout = cls._sharded().layout
+        range_attr = cls._range_key_attribute()
+        range_name = range_attr.attr_name if range_attr is not None else None
+        found: dict[tuple[str, Any], tuple[list[str], dict[str, Any] | None]] = {}
+        for row in rows:
+            logical = layout.logical_key(row[hash_name]["S"])
+            stored = row[range_name] if range_name is not None else None
+            ident = (logical, _range_ident(stored))
+            if ident not in found:
+                range_key = None
+                if range_attr is not None and stored is not None:
+                    range_key = range_attr.deserialize(stored[range_attr.attr_type])
+                found[ident] = (cls._candidate_keys(logical, range_key), stored)
+        keys = []
+        for candidates, stored in found.values():
+            for physical in candidates:
+                key: dict[str, Any] = {hash_name: {"S": physical}}
+                if range_name is not None:
+                    key[range_name] = stored
+                keys.append(key)
+        shard_items: dict[tuple[str, Any], _RawItem] = {}
+        for raw in cls._fetch_raw(keys, consistent_read, attributes_to_get):
+            stored = raw[range_name] if range_name is not None else None
+            shard_items[(raw[hash_name]["S"], _range_ident(stored))] = raw
+        emitters: dict[tuple[str, Any], _RawItem] = {}
+        for candidates, stored in found.values():
+            ident_range = _range_ident(stored)
+            hits = [p for p in candidates if (p, ident_range) in shard_items]
+            if hits:
+                items = [shard_items[(p, ident_range)] for p in hits]
+                emitters[(hits[0], ident_range)] = cls._merge_shards(items, candidates[0])
+        return [
+            emitters.get(
+                (row[hash_name]["S"], _range_ident(row[range_name] if range_name else None))
+            )
+            for row in rows
+        ]
+
     # -- writes of a counter item's other attributes ------------------------------------
 
     def _stored_key(self) -> str:
@@ -205,7 +368,7 @@ class Counting(PointReads):
             path = action.values[0]
             if isinstance(path, Path) and path.path and path.path[0] in counters:
                 name = counters[path.path[0]]
-                raise ShardKeyError(
+                raise UnsupportedOperationError(
                     f"{type(self).__name__}.{name} is a counter spread over shards; change it "
                     f"with {type(self).__name__}.add(key, {name}=amount), not update()"
                 )
@@ -214,8 +377,11 @@ class Counting(PointReads):
         """``save`` on a counter model: set the non-counter attributes on the home shard.
 
         A PutItem would overwrite the home shard's share of the counters, so the other
-        attributes are written with an UpdateItem that leaves counters alone.
+        attributes are written with an UpdateItem that leaves counters alone. A counter
+        changed on the instance (``p.views += 5``) is refused, not dropped: counters
+        change only through ``add``.
         """
+        self._check_counters_unchanged()
         attributes = self.get_attributes()
         skip = {self._hash_keyname, self._range_keyname, *self._counter_names}
         actions = []
@@ -237,6 +403,45 @@ class Counting(PointReads):
         )
         self._physical_key = home
         return response
+
+    def _check_counters_unchanged(self) -> None:
+        """Refuse a save whose counters differ from those loaded (or the defaults, if new)."""
+        loaded = self._loaded_counters
+        attributes = self.get_attributes()
+        for name in self._counter_names:
+            if loaded is not None:
+                before = loaded.get(name)
+            else:
+                default = attributes[name].default
+                before = default() if callable(default) else default
+            now = getattr(self, name)
+            if _number_text(now) != _number_text(before):
+                model = type(self).__name__
+                try:
+                    amount = repr(now - before) if loaded is not None else "amount"
+                except TypeError:
+                    amount = "amount"
+                raise UnsupportedOperationError(
+                    f"{model}.{name} was changed on the instance ({before!r} to {now!r}), "
+                    f"which save() would not write: a counter spread over shards changes "
+                    f"only by {model}.add(key, {name}={amount}); call add() and leave the "
+                    "attribute as loaded"
+                )
+
+    @classmethod
+    def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
+        """Build an instance, remembering its counters to tell a changed one at save."""
+        instance: _M = super().from_raw_data(data)
+        instance._remember_counters()
+        return instance
+
+    def deserialize(self, attribute_values: _RawItem) -> None:
+        super().deserialize(attribute_values)
+        self._remember_counters()
+
+    def _remember_counters(self) -> None:
+        if self._counter_names:
+            self._loaded_counters = {n: getattr(self, n) for n in self._counter_names}
 
     def _delete_all_shards(self) -> None:
         """``delete`` on a counter model: every shard item of the logical item goes."""

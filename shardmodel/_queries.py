@@ -13,6 +13,7 @@ from pynamodb.expressions.condition import Condition
 from shardmodel._conditions import bounds_of, check_key_condition, check_paging
 from shardmodel._keyed import KeyedModel
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.counter_reads import check_countable, check_index_read, summed_filter
 from shardmodel.cursor import Cursor, decode_cursor, encode_cursor
 from shardmodel.errors import (
     CursorError,
@@ -219,6 +220,8 @@ class Queries(KeyedModel):
         ``max_requests`` bounds the partitions (buckets x shards) read (default
         ``Meta.max_requests``, else 1,000); a query over more raises before sending.
         """
+        if cls._counter_names and index_name is not None:
+            check_index_read(cls, "query", attributes_to_get, filter_condition is not None)
         if cls._query_sharding(index_name) is None:
             return super().query(
                 hash_key,
@@ -264,16 +267,19 @@ class Queries(KeyedModel):
         ]
         key_names = list(dict.fromkeys(a.attr_name for a in key_attrs if a is not None))
         projection = cls._with_keys(attributes_to_get, key_names)
+        counters = bool(cls._counter_names) and index_name is None
+        # a counter model's filter must see summed items: applied after summing, on whole
+        # items, and the projection after it (shardmodel.filters)
+        local_filter = filter_condition if counters else None
         fetch = cls._shard_fetcher(
             range_key_condition=range_key_condition,
-            filter_condition=filter_condition,
-            attributes_to_get=projection,
+            filter_condition=None if counters else filter_condition,
+            attributes_to_get=projection if local_filter is None else None,
             consistent_read=consistent_read,
             index_name=index_name,
             return_consumed_capacity="TOTAL",
             scan_index_forward=scan_index_forward,
         )
-        counters = bool(cls._counter_names) and index_name is None
         dynamic = cls._shard_directory is not None and index_name is None
         sort_key = dynamodb_sort_key(cls._query_attribute(index_name, "range"))
         merged: MergedQuery[Any] = MergedQuery(
@@ -293,7 +299,8 @@ class Queries(KeyedModel):
         if not counters and not dynamic:
             return merged
         seen = _seen_by(resume, sort_key, forward) if dynamic else None
-        return cls._grouped(merged, limit, counters, seen)
+        after = (local_filter, projection) if local_filter is not None else None
+        return cls._grouped(merged, limit, counters, seen, after)
 
     @classmethod
     def _grouped(
@@ -302,12 +309,14 @@ class Queries(KeyedModel):
         limit: int | None,
         counters: bool,
         seen: Callable[[dict[str, Any]], bool] | None,
+        after: tuple[Condition, list[str] | None] | None = None,
     ) -> Iterator[_M]:
         """One item per logical item from the merge, where one may sit on several shards.
 
         Counter models keep a share of each item on several shards: the shares are
         summed. A dynamic key's item sits on two shards while a compaction copies it:
         the copy on the retired (higher) shard, the one updates still go to, is kept.
+        ``after``: a filter to apply to combined items, and the projection after it.
         """
         range_attr = cls._range_key_attribute()
         hash_name = cls._sharded().attr_name
@@ -332,7 +341,10 @@ class Queries(KeyedModel):
             logical = layout.logical_key(item[hash_name]["S"])
             return cls._merge_shards(run, cls._home_key(logical, range_key))
 
-        return GroupedQuery(merged, same, combine, cls.from_raw_data, limit, seen)
+        if after is None:
+            return GroupedQuery(merged, same, combine, cls.from_raw_data, limit, seen)
+        keep, build = summed_filter(cls, *after)
+        return GroupedQuery(merged, same, combine, build, limit, seen, keep)
 
     @classmethod
     def _resume(
@@ -387,6 +399,24 @@ class Queries(KeyedModel):
         max_requests: int | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
+        if cls._counter_names and index_name is not None:
+            check_index_read(cls, "count", [], filter_condition is not None)
+        if cls._counter_names and index_name is None:
+            # a counter item's shard items are shares of one item: count summed items
+            check_countable(cls, hash_key)
+            items = cls.query(
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                limit=limit,
+                rate_limit=rate_limit,
+                attributes_to_get=[cls._sharded().attr_name],
+                parallelism=parallelism,
+                time_range=time_range,
+                max_requests=max_requests,
+            )
+            return sum(1 for _ in items)
         if hash_key is None or cls._query_sharding(index_name) is None:
             total: int = super().count(
                 hash_key,

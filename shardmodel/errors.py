@@ -13,7 +13,9 @@ built-in exception whose meaning fits, so ``except ValueError`` keeps working::
     ├── FanOutLimitError (ValueError)         a read would send more requests than its bound
     ├── QueryValidationError (ShardKeyError, pynamodb QueryError)
     │                                         DynamoDB would refuse the query (ValidationException)
-    └── ShardMetadataError (ShardKeyError)    a metadata item of a dynamic key is malformed
+    ├── ShardMetadataError (ShardKeyError)    a metadata item of a dynamic key is malformed
+    └── IdempotentParameterMismatchError (ValueError)
+                                              a counter token reused with other amounts
 
 Messages name the field at fault and say how to fix it. Errors raised while
 preparing a request are raised before anything is sent, so nothing is written.
@@ -98,3 +100,16 @@ class QueryValidationError(ShardKeyError, QueryError):
     def __init__(self, message: str) -> None:
         cause = ClientError({"Error": {"Code": "ValidationException", "Message": message}}, "Query")
         QueryError.__init__(self, message, cause)
+
+
+class IdempotentParameterMismatchError(ShardModelError, ValueError):
+    """An ``add`` token was already used with other increments; nothing was applied.
+
+    Like DynamoDB's ``IdempotentParameterMismatchException`` for a reused
+    ``ClientRequestToken``: a token names one increment, so resending it with other
+    amounts is a bug in the caller. ``error.token`` is the token.
+    """
+
+    def __init__(self, message: str, token: str) -> None:
+        super().__init__(message)
+        self.token = token

@@ -422,7 +422,8 @@ class GroupedQuery(Generic[_T]):
     Counter models keep one item per shard; merged by sort key, a logical item's shard
     items are adjacent. Each run is combined into one item, ``limit`` counts combined
     items, and the cursor only ever falls between runs. Items for which ``seen`` is true
-    (returned before a resumed cursor) are skipped.
+    (returned before a resumed cursor) are skipped, and so are combined items ``keep``
+    rejects (a filter applied after combining).
     """
 
     def __init__(
@@ -433,9 +434,11 @@ class GroupedQuery(Generic[_T]):
         build: Callable[[_RawItem], _T],
         limit: int | None,
         seen: Callable[[_RawItem], bool] | None = None,
+        keep: Callable[[_RawItem], bool] | None = None,
     ) -> None:
         self._merged = merged
         self._seen = seen
+        self._keep = keep
         self._same = same
         self._combine = combine
         self._build = build
@@ -449,6 +452,13 @@ class GroupedQuery(Generic[_T]):
         if self._limit is not None and self.total_count >= self._limit:
             self._merged.close()
             raise StopIteration
+        while True:
+            combined = self._next_combined()
+            if self._keep is None or self._keep(combined):
+                self.total_count += 1
+                return self._build(combined)
+
+    def _next_combined(self) -> _RawItem:
         first = next(self._merged)
         while self._seen is not None and self._seen(first):
             first = next(self._merged)
@@ -458,8 +468,7 @@ class GroupedQuery(Generic[_T]):
             if following is None or not self._same(first, following):
                 break
             run.append(next(self._merged))
-        self.total_count += 1
-        return self._build(self._combine(run))
+        return self._combine(run)
 
     def close(self) -> None:
         """Stop the underlying merged query."""

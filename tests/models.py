@@ -178,6 +178,34 @@ class Score(ShardedModel):
     points = CounterAttribute(default=0)
 
 
+class Tally(ShardedModel):
+    """Counters with a numeric sort key and a non-counter attribute, on 5 shards."""
+
+    class Meta:
+        table_name = "tallies"
+        region = "us-east-1"
+
+    board = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(5))
+    slot = NumberAttribute(range_key=True)
+    hits = CounterAttribute(null=True)
+    amount = CounterAttribute(null=True)
+    kind = UnicodeAttribute(null=True)
+
+
+class PlainTally(Model):
+    """An unsharded reference model holding Tally's logical totals."""
+
+    class Meta:
+        table_name = "plain-tallies"
+        region = "us-east-1"
+
+    board = UnicodeAttribute(hash_key=True)
+    slot = NumberAttribute(range_key=True)
+    hits = NumberAttribute(null=True)
+    amount = NumberAttribute(null=True)
+    kind = UnicodeAttribute(null=True)
+
+
 #: Every shard count change of the dynamic test models, for assertions (tests clear it).
 DYNAMIC_CHANGES: list[ShardChange] = []
 
@@ -364,4 +392,6 @@ ALL_MODELS: tuple[type[Model], ...] = (
     OrderedAlbum,
     IndexedAlbum,
     PlainAlbum,
+    Tally,
+    PlainTally,
 )

@@ -1,0 +1,18 @@
+"""The counter-model equivalence property, smaller, on the servers (moto and dynalite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.counter_equivalence import check_counter_equivalence, scenarios
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=scenarios)
+def test_counter_model_equals_plain_totals_on_servers(
+    backend: str, scenario: dict[str, Any]
+) -> None:
+    """A counter model and a plain model of its totals agree on a real server too."""
+    check_counter_equivalence(scenario)
