@@ -11,12 +11,14 @@ NODE_STAMP := node_modules/.installed-stamp
 install: $(STAMP) $(NODE_STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
+	@echo "Installing shardmodel and its dev tools into $(VENV) (pip, about a minute the first time)..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
+	@echo "Installing dynalite into node_modules (npm ci)..."
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
@@ -43,8 +45,12 @@ unit: $(STAMP)
 integration: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest tests/integration -q
 
+# One pytest worker per core (pytest-xdist), each with its own moto and dynalite servers;
+# -v names every test as it finishes, --durations lists the slowest at the end.
+PYTEST_FLAGS ?= -n auto -v --durations=15
+
 test: $(STAMP) $(NODE_STAMP) lint docs doctest examples
-	$(PY) -m pytest -q
+	$(PY) -m pytest $(PYTEST_FLAGS)
 
 bench: $(STAMP) $(NODE_STAMP)
 	$(PY) -m benchmarks

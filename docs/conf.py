@@ -15,12 +15,5 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 nitpicky = False
 
-# Every page's examples run against in-process moto: started before, stopped after.
-doctest_global_setup = """
-from shardmodel.testing import mock_dynamodb as _mock_dynamodb
-_moto = _mock_dynamodb()
-_moto.__enter__()
-"""
-doctest_global_cleanup = """
-_moto.__exit__(None, None, None)
-"""
+# No hidden setup: every page's first block starts what it uses (an in-process DynamoDB
+# from shardmodel.testing.mock_dynamodb), so its code runs as written in a script.

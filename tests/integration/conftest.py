@@ -33,7 +33,7 @@ CREDENTIALS = {
 @pytest.fixture(scope="session")
 def dynalite_url() -> Iterator[str]:
     """A dynalite server on loopback, in memory, tables active at once."""
-    with dynalite_server(DYNALITE) as url:
+    with dynalite_server(DYNALITE, timeout=120) as url:  # node starts slowly under load
         yield url
 
 
@@ -46,7 +46,7 @@ def moto_url() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        wait_for_port(port, None, timeout=20)
+        wait_for_port(port, None, timeout=120)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
