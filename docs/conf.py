@@ -8,7 +8,8 @@ copyright = "2026, The shardmodel developers"
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.doctest"]
 exclude_patterns = ["_build"]
-html_theme = "alabaster"
+html_theme = "furo"  # reads well on a laptop and a phone; in the dev and docs extras
+html_title = "shardmodel"
 autodoc_inherit_docstrings = False
 autodoc_member_order = "bysource"
 napoleon_google_docstring = True
