@@ -26,8 +26,8 @@ demo: $(STAMP)
 	$(PY) -m shardmodel demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check shardmodel tests examples benchmarks docs/conf.py
-	$(VENV)/bin/ruff format --check shardmodel tests examples benchmarks docs/conf.py
+	$(VENV)/bin/ruff check shardmodel tests examples benchmarks docs/conf.py docs/charts.py
+	$(VENV)/bin/ruff format --check shardmodel tests examples benchmarks docs/conf.py docs/charts.py
 	$(VENV)/bin/mypy
 
 docs: $(STAMP)
