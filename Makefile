@@ -40,10 +40,10 @@ examples: $(STAMP)
 	@set -e; for f in examples/*.py; do echo "== $$f"; $(PY) $$f; done
 
 unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/property -q
+	$(PY) -m pytest tests/unit tests/property $(PYTEST_FLAGS)
 
 integration: $(STAMP) $(NODE_STAMP)
-	$(PY) -m pytest tests/integration -q
+	$(PY) -m pytest tests/integration $(PYTEST_FLAGS)
 
 # One pytest worker per core (pytest-xdist), each with its own moto and dynalite servers;
 # -v names every test as it finishes, --durations lists the slowest at the end.
@@ -56,4 +56,4 @@ bench: $(STAMP) $(NODE_STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) node_modules docs/_build .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules docs/_build docs/_generated .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,7 +1,9 @@
 """Servers for the integration suite, started on loopback by the test session.
 
 Every integration test runs once against a moto server and once against dynalite
-(an independent DynamoDB implementation from the npm registry).
+(an independent DynamoDB implementation from the npm registry). Under pytest-xdist
+(``make test`` runs ``-n auto``) each worker process starts its own pair on free ports:
+session fixtures are per worker, so workers never share a table.
 """
 
 from __future__ import annotations
