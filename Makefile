@@ -1,5 +1,6 @@
 # Every target installs what it needs from nothing: Python packages into .venv,
 # dynalite from the npm registry (package-lock.json pins it).
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -52,8 +53,10 @@ PYTEST_FLAGS ?= -n auto -v --durations=15
 test: $(STAMP) $(NODE_STAMP) lint docs doctest examples
 	$(PY) -m pytest $(PYTEST_FLAGS)
 
+# the output is kept in benchmarks/last_run.txt: the performance page draws its charts
+# from it (docs/charts.py), so commit it with the numbers the page quotes
 bench: $(STAMP) $(NODE_STAMP)
-	$(PY) -m benchmarks
+	set -o pipefail; $(PY) -m benchmarks | tee benchmarks/last_run.txt
 
 clean:
 	rm -rf $(VENV) node_modules docs/_build docs/_generated .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -5,7 +5,10 @@
 * ``flash_sale.png``: the flash sale of ``examples/hot_key_growth.py`` on the capacity
   simulator, its shard count and throttled requests over simulated time;
 * ``key_format.png``: physical keys that shardmodel itself writes for three layouts,
-  drawn as the items of a table.
+  drawn as the items of a table;
+* ``query_latest_100.png`` and ``query_read_all.png``: wall time, requests and items read
+  against shard count, parsed from ``benchmarks/last_run.txt``, the output of the last
+  ``make bench`` (which rewrites that file).
 
 matplotlib comes with the ``docs`` and ``dev`` extras; shardmodel never needs it to run.
 """
@@ -215,6 +218,60 @@ def draw_key_format(path: Path) -> None:
     plt.close(fig)
 
 
+BENCH_OUTPUT = ROOT / "benchmarks" / "last_run.txt"
+VARIANTS = ("merged", "sequential + sort", "thread pool + sort")
+
+
+def bench_tables(text: str) -> dict[str, list[dict[str, Any]]]:
+    """The merged-query tables of ``make bench`` output: title -> rows of named columns."""
+    tables: dict[str, list[dict[str, Any]]] = {}
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not line.startswith("shards  variant") or number == 0:
+            continue
+        title = lines[number - 1].split(":")[0].split(" (")[0].strip()
+        rows = tables.setdefault(title, [])
+        for row in lines[number + 2 :]:
+            cells = row.split()
+            if len(cells) < 10 or not (cells[0].isdigit() or cells[0] == "-"):
+                break
+            variant = " ".join(cells[1:-9])
+            numbers = [float(c) for c in cells[-9:]]
+            rows.append(
+                {
+                    "shards": None if cells[0] == "-" else int(cells[0]),
+                    "variant": variant,
+                    "wall ms": numbers[0],
+                    "requests": numbers[5],
+                    "items read": numbers[6],
+                }
+            )
+    return tables
+
+
+def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    measures = ("wall ms", "requests", "items read")
+    fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
+    base = next(r for r in rows if r["variant"] == "single partition")
+    for axis, measure in zip(axes, measures, strict=True):
+        for variant, style in zip(VARIANTS, ("o-", "s--", "^:"), strict=True):
+            points = [(r["shards"], r[measure]) for r in rows if r["variant"] == variant]
+            axis.plot(*zip(*points, strict=True), style, label=variant)
+        axis.axhline(base[measure], color="#888888", linewidth=1, label="single partition")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])
+        axis.set_xlabel("shards")
+        axis.set_title(measure, fontsize=10)
+    axes[0].legend(fontsize=7, frameon=False)
+    fig.suptitle(f"{title} (from make bench)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def build(outdir: Path) -> list[Path]:
     """Draw every chart into ``outdir``; return the files written."""
     import matplotlib
@@ -224,6 +281,13 @@ def build(outdir: Path) -> list[Path]:
     made = []
     for name, draw in (("flash_sale.png", draw_flash_sale), ("key_format.png", draw_key_format)):
         draw(outdir / name)
+        made.append(outdir / name)
+    tables = bench_tables(BENCH_OUTPUT.read_text(encoding="utf-8"))
+    for title, name in (
+        ("latest 100", "query_latest_100.png"),
+        ("read all 10,000", "query_read_all.png"),
+    ):
+        draw_bench(title, tables[title], outdir / name)
         made.append(outdir / name)
     return made
 

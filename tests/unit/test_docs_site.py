@@ -6,6 +6,7 @@ page of docs/ was built: a reader never meets a broken picture or a missing page
 
 from __future__ import annotations
 
+import importlib.util
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -57,3 +58,17 @@ def test_every_image_and_asset_a_page_loads_exists() -> None:
             if not (page.parent / unquote(url.path)).resolve().is_file():
                 missing.append(f"{page.relative_to(HTML)}: {reference}")
     assert missing == []
+
+
+def test_the_performance_charts_read_every_row_make_bench_printed() -> None:
+    """docs/charts.py finds both merged-query tables in benchmarks/last_run.txt, all rows."""
+    spec = importlib.util.spec_from_file_location("_docs_charts", DOCS / "charts.py")
+    assert spec is not None and spec.loader is not None
+    charts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(charts)
+    text = charts.BENCH_OUTPUT.read_text(encoding="utf-8")
+    tables = charts.bench_tables(text)
+    for title in ("latest 100", "read all 10,000"):
+        rows = tables[title]
+        assert {r["variant"] for r in rows} >= {"single partition", *charts.VARIANTS}
+        assert {r["shards"] for r in rows if r["variant"] == "merged"} == {1, 4, 16, 64}
