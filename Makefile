@@ -1,5 +1,6 @@
 # Every target installs what it needs from nothing: Python packages into .venv,
 # dynalite from the npm registry (package-lock.json pins it).
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,12 +12,14 @@ NODE_STAMP := node_modules/.installed-stamp
 install: $(STAMP) $(NODE_STAMP)
 
 $(STAMP): setup.cfg pyproject.toml
+	@echo "Installing shardmodel and its dev tools into $(VENV) (pip, about a minute the first time)..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
+	@echo "Installing dynalite into node_modules (npm ci)..."
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
@@ -24,8 +27,8 @@ demo: $(STAMP)
 	$(PY) -m shardmodel demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check shardmodel tests examples benchmarks docs/conf.py
-	$(VENV)/bin/ruff format --check shardmodel tests examples benchmarks docs/conf.py
+	$(VENV)/bin/ruff check shardmodel tests examples benchmarks docs/conf.py docs/charts.py
+	$(VENV)/bin/ruff format --check shardmodel tests examples benchmarks docs/conf.py docs/charts.py
 	$(VENV)/bin/mypy
 
 docs: $(STAMP)
@@ -38,16 +41,22 @@ examples: $(STAMP)
 	@set -e; for f in examples/*.py; do echo "== $$f"; $(PY) $$f; done
 
 unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/property -q
+	$(PY) -m pytest tests/unit tests/property $(PYTEST_FLAGS)
 
 integration: $(STAMP) $(NODE_STAMP)
-	$(PY) -m pytest tests/integration -q
+	$(PY) -m pytest tests/integration $(PYTEST_FLAGS)
+
+# One pytest worker per core (pytest-xdist), each with its own moto and dynalite servers;
+# -v names every test as it finishes, --durations lists the slowest at the end.
+PYTEST_FLAGS ?= -n auto -v --durations=15
 
 test: $(STAMP) $(NODE_STAMP) lint docs doctest examples
-	$(PY) -m pytest -q
+	$(PY) -m pytest $(PYTEST_FLAGS)
 
+# the output is kept in benchmarks/last_run.txt: the performance page draws its charts
+# from it (docs/charts.py), so commit it with the numbers the page quotes
 bench: $(STAMP) $(NODE_STAMP)
-	$(PY) -m benchmarks
+	set -o pipefail; $(PY) -m benchmarks | tee benchmarks/last_run.txt
 
 clean:
-	rm -rf $(VENV) node_modules docs/_build .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules docs/_build docs/_generated .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -40,11 +40,16 @@ def dynalite_server(executable: str | Path, timeout: float = 20) -> Iterator[str
     """Run dynalite on loopback, in memory, tables active at once; yields its URL.
 
     Args:
-        executable: the ``dynalite`` script, e.g. ``node_modules/.bin/dynalite`` after
-            ``npm install dynalite``.
+        executable: the ``dynalite`` executable, ``node_modules/.bin/dynalite`` after
+            ``npm install dynalite``; a directory is taken as the project holding that
+            ``node_modules`` (or as ``node_modules/.bin`` itself).
         timeout: seconds to wait for it to listen.
     """
-    if not Path(executable).exists() or shutil.which("node") is None:
+    executable = Path(executable)
+    if executable.is_dir():
+        inside = [executable / "node_modules" / ".bin" / "dynalite", executable / "dynalite"]
+        executable = next((path for path in inside if path.is_file()), inside[0])
+    if not executable.exists() or shutil.which("node") is None:
         raise RuntimeError(
             f"dynalite is not installed at {executable}: run `npm ci` (make install) first"
         )

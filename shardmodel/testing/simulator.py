@@ -187,7 +187,8 @@ class CapacitySimulator:
             key=lambda item: -(item[1].write_units + item[1].read_units),
         )[:limit]
         lines = [
-            f"{'table/index':<30} {'partition':<28} {'WCU':>9} {'RCU':>9} {'w-thr':>6} {'r-thr':>6}"
+            f"{'table/index':<30} {'partition':<28} {'WCU total':>9} {'RCU total':>9} "
+            f"{'w-thr':>6} {'r-thr':>6}"
         ]
         for part, use in rows:
             where = part.table if part.index is None else f"{part.table}/{part.index}"

@@ -1,7 +1,9 @@
 """Servers for the integration suite, started on loopback by the test session.
 
 Every integration test runs once against a moto server and once against dynalite
-(an independent DynamoDB implementation from the npm registry).
+(an independent DynamoDB implementation from the npm registry). Under pytest-xdist
+(``make test`` runs ``-n auto``) each worker process starts its own pair on free ports:
+session fixtures are per worker, so workers never share a table.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ CREDENTIALS = {
 @pytest.fixture(scope="session")
 def dynalite_url() -> Iterator[str]:
     """A dynalite server on loopback, in memory, tables active at once."""
-    with dynalite_server(DYNALITE) as url:
+    with dynalite_server(DYNALITE, timeout=120) as url:  # node starts slowly under load
         yield url
 
 
@@ -46,7 +48,7 @@ def moto_url() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        wait_for_port(port, None, timeout=20)
+        wait_for_port(port, None, timeout=120)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()

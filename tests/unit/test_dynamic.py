@@ -422,8 +422,8 @@ def _fill(key: str, count: int, growths: tuple[int, ...] = (0, 0)) -> None:
 
 @pytest.mark.usefixtures("tables")
 def test_shrink_and_compaction_never_hide_an_item_from_concurrent_readers() -> None:
-    """Readers query, count and get all through a shrink and a compaction: all 300, once."""
-    _fill("c", 300)
+    """Readers query, count and get all through a shrink and a compaction: all 120, once."""
+    _fill("c", 120)
     assert len({i["user_id"]["S"] for i in raw_items(DynamicEvent)}) == 4
     stop = threading.Event()
     problems: list[str] = []
@@ -432,11 +432,11 @@ def test_shrink_and_compaction_never_hide_an_item_from_concurrent_readers() -> N
     def read(worker: int, _: int) -> None:
         while not stop.is_set():
             seen = [e.timestamp for e in DynamicEvent.query("c", page_size=37)]
-            if seen != list(range(300)):
+            if seen != list(range(120)):
                 problems.append(f"query saw {len(seen)} items, {len(set(seen))} distinct")
-            if DynamicEvent.count("c") < 300:
-                problems.append("count fell below 300")
-            if DynamicEvent.get("c", 150 + worker).timestamp != 150 + worker:
+            if DynamicEvent.count("c") < 120:
+                problems.append("count fell below 120")
+            if DynamicEvent.get("c", 60 + worker).timestamp != 60 + worker:
                 problems.append("get missed")
             reads[0] += 1
 
@@ -453,7 +453,7 @@ def test_shrink_and_compaction_never_hide_an_item_from_concurrent_readers() -> N
     assert {i["user_id"]["S"] for i in raw_items(DynamicEvent)} == {"c#0"}
     metadata = DynamicEvent.shard_metadata("c")
     assert metadata is not None and metadata.readable == 1
-    assert [e.event_type for e in DynamicEvent.query("c")][1:] == [f"v{n}" for n in range(1, 300)]
+    assert [e.event_type for e in DynamicEvent.query("c")][1:] == [f"v{n}" for n in range(1, 120)]
     assert [c.kind for c in DYNAMIC_CHANGES if c.logical_key == "c"][-2:] == ["shrink", "prune"]
 
 

@@ -156,7 +156,7 @@ def test_an_error_in_one_shard_stops_promptly_and_leaves_no_threads() -> None:
         failing = RandomEvent.query("q", page_size=5)
         with pytest.raises(Boom):
             list(failing)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 60  # a generous deadline: catches a hang, not load
         assert failing.outstanding == 0  # type: ignore[attr-defined]
     finally:
         events.unregister("before-parameter-build.dynamodb.Query", fail_shard_3)

@@ -1,4 +1,4 @@
-"""The complete example of docs/testing.rst ("Testing your sharding"): it runs in CI."""
+"""The examples of docs/testing.rst ("Testing your sharding"), included there: they run in CI."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ from collections.abc import Callable
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
-from shardmodel.testing import CapacityLimits, CapacitySimulator, SimulatedClock, run_load
+from shardmodel import Backoff, RandomShards, ShardedKeyAttribute, ShardedModel
+from shardmodel.testing import (
+    CapacityLimits,
+    CapacitySimulator,
+    Faults,
+    Latency,
+    SimulatedClock,
+    run_load,
+)
 
 
 class Click(ShardedModel):
@@ -49,3 +56,29 @@ def test_our_peak_of_2500_clicks_a_second_fits(
     busiest = max(u.write_units for u in sim.usage().values())
     assert busiest / 2 < 1000 * 0.8  # every shard stays under 80% of its partition
     assert Click.count("home") == 5000
+
+
+def test_clicks_survive_faults_and_latency(
+    dynamodb_tables: Callable[..., None],
+    capacity_simulator: Callable[..., CapacitySimulator],
+    sim_clock: SimulatedClock,
+) -> None:
+    """Faults and latency on every kind of call; botocore and shardmodel resend, none lost."""
+    dynamodb_tables(Click)
+    Click.Meta.shard_backoff = Backoff(sleep=sim_clock.sleep)  # batch resends wait simulated
+    sim = capacity_simulator(
+        Click,
+        faults=Faults(
+            connection_error=0.025, internal_error=0.025, throttle=0.025, unprocessed=0.025
+        ),
+        latency=Latency(fixed=0.010, jitter=0.005),
+        seed=3,
+    )
+    try:
+        with Click.batch_write() as batch:
+            for n in range(200):
+                batch.save(Click(page_id="home", clicked_at=n, referrer="search"))
+        assert Click.count("home") == 200, sim.report()
+        assert sum(sim.injected.values()) > 0  # faults were injected, and overcome
+    finally:
+        del Click.Meta.shard_backoff

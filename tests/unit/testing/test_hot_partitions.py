@@ -23,7 +23,7 @@ from shardmodel.testing import (
 )
 
 RATE = 2000  # writes per simulated second
-SECONDS = 10
+SECONDS = 4
 PAYLOAD = "x" * 980  # with the key attributes, just under 1 KB: one WCU per write
 
 

@@ -1,0 +1,298 @@
+"""Draw the docs' pictures from the code they describe, so they cannot drift from it.
+
+``python docs/charts.py [outdir]`` (the Sphinx build runs it into ``docs/_generated``):
+
+* ``flash_sale.png``: the flash sale of ``examples/hot_key_growth.py`` on the capacity
+  simulator, its shard count and throttled requests over simulated time;
+* ``key_format.png``: physical keys that shardmodel itself writes for three layouts,
+  drawn as the items of a table;
+* ``query_latest_100.png`` and ``query_read_all.png``: wall time, requests and items read
+  against shard count, parsed from ``benchmarks/last_run.txt``, the output of the last
+  ``make bench`` (which rewrites that file).
+
+matplotlib comes with the ``docs`` and ``dev`` extras; shardmodel never needs it to run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _example(name: str) -> ModuleType:
+    """Import a script of examples/ as a module (its models and clock, not its main)."""
+    spec = importlib.util.spec_from_file_location(f"_example_{name}", ROOT / "examples" / name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
+    """Run the example's flash sale in slices of ``step`` simulated seconds; count per slice."""
+    from shardmodel.testing import (
+        CapacityLimits,
+        CapacitySimulator,
+        create_tables,
+        mock_dynamodb,
+        run_load,
+    )
+
+    example = _example("hot_key_growth.py")
+    orders, clock = example.Orders, example.CLOCK
+    start = clock.now()
+    timeline: dict[str, list[float]] = {"t": [], "throttles": [], "shards": []}
+    with mock_dynamodb():
+        create_tables([orders])
+        simulator = CapacitySimulator(
+            clock=clock, limits=CapacityLimits(partition_wcu=50), buffer_writes=True
+        )
+        simulator.attach(orders, orders._shard_directory.table())
+        rate, seconds, done = 250, 4.0, 0
+        for _ in range(round(seconds / step)):
+            before = sum(simulator.throttles.values())
+            first = done
+
+            def save(n: int, first: int = first) -> None:
+                orders("flash-shop", first + n, item="t-shirt").save()
+
+            with contextlib.redirect_stdout(io.StringIO()):  # the example prints changes
+                run_load(clock, rate, step, save, threads=8)
+            done += round(rate * step)
+            metadata = orders.shard_metadata("flash-shop")
+            timeline["t"].append(clock.now() - start)
+            timeline["throttles"].append((sum(simulator.throttles.values()) - before) / step)
+            timeline["shards"].append(metadata.number_of_shards if metadata else 1)
+        simulator.detach()
+    return timeline
+
+
+def draw_flash_sale(path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    data = flash_sale_timeline()
+    fig, shards_axis = plt.subplots(figsize=(7, 3.2), dpi=120)
+    throttle_axis = shards_axis.twinx()
+    step = data["t"][1] - data["t"][0]
+    throttle_axis.bar(
+        [t - step / 2 for t in data["t"]],
+        data["throttles"],
+        width=step * 0.9,
+        color="#f4a261",
+        label="throttled requests / s",
+    )
+    shards_axis.step(
+        [0.0, *data["t"]],
+        [1, *data["shards"]],
+        where="post",
+        color="#264653",
+        linewidth=2.5,
+        label="shards of flash-shop",
+    )
+    shards_axis.set_zorder(throttle_axis.get_zorder() + 1)
+    shards_axis.patch.set_visible(False)
+    shards_axis.set_xlabel("simulated seconds (250 orders/s offered, 50 WCU/s per partition)")
+    shards_axis.set_ylabel("shards", color="#264653")
+    throttle_axis.set_ylabel("throttled requests / s", color="#e76f51")
+    shards_axis.set_ylim(0, max(data["shards"]) + 1)
+    handles = [h for ax in (shards_axis, throttle_axis) for h in ax.get_legend_handles_labels()[0]]
+    shards_axis.legend(handles=handles, loc="center right", frameon=False)
+    shards_axis.set_title("DynamicShards grows a hot key until its throttles stop")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(layout, declaration, [(partition key, sort key)]) as shardmodel writes them."""
+    import random
+    from datetime import datetime, timezone
+
+    from pynamodb.attributes import NumberAttribute, UTCDateTimeAttribute
+
+    from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+    from shardmodel.testing import create_tables, mock_dynamodb
+
+    class Random(ShardedModel):
+        class Meta:
+            table_name = "chart-random"
+            region = "us-east-1"
+
+        user_id = ShardedKeyAttribute(
+            hash_key=True, strategy=RandomShards(10), rng=random.Random(7)
+        )
+        timestamp = NumberAttribute(range_key=True)
+
+    class Hashed(ShardedModel):
+        class Meta:
+            table_name = "chart-hashed"
+            region = "us-east-1"
+
+        path = ShardedKeyAttribute(
+            hash_key=True,
+            strategy=HashShards(10, on=["path", "timestamp"]),
+            separator="_",
+            first_shard=1,
+        )
+        timestamp = NumberAttribute(range_key=True)
+
+    class Daily(ShardedModel):
+        class Meta:
+            table_name = "chart-daily"
+            region = "us-east-1"
+
+        tenant_id = ShardedKeyAttribute(
+            hash_key=True,
+            strategy=[TimeBuckets("created", "day"), RandomShards(5)],
+            rng=random.Random(3),
+        )
+        created = UTCDateTimeAttribute(range_key=True)
+
+    rows: list[tuple[str, str, list[tuple[str, str]]]] = []
+    hashed = 'HashShards(10,\n  on=["path", "timestamp"]),\nseparator="_", first_shard=1'
+    daily = '[TimeBuckets("created", "day"),\n RandomShards(5)]'
+    day = datetime(2024, 1, 15, 9, tzinfo=timezone.utc)
+    with mock_dynamodb():
+        create_tables([Random, Hashed, Daily])
+        items: list[Any] = [
+            Random(user_id="user-12345", timestamp=1700000000 + n) for n in (0, 1, 2)
+        ]
+        rows.append(("random suffix", "RandomShards(10)", _saved(items, "timestamp")))
+        items = [Hashed(path="/shared/firetvGen2.txt", timestamp=1700000000 + n) for n in (0, 1, 2)]
+        rows.append(("calculated suffix", hashed, _saved(items, "timestamp")))
+        items = [Daily(tenant_id="tenant-456", created=day.replace(hour=9 + n)) for n in (0, 1, 2)]
+        rows.append(("time bucket + suffix", daily, _saved(items, "created")))
+    return rows
+
+
+def _saved(items: list[Any], sort_key: str) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        item.save()
+        value = getattr(item, sort_key)
+        out.append(
+            (
+                item.get_physical_key(),
+                value.strftime("%Y-%m-%dT%H:%M") if hasattr(value, "strftime") else str(value),
+            )
+        )
+    return out
+
+
+def draw_key_format(path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    rows = key_format_rows()
+    fig, axes = plt.subplots(len(rows), 1, figsize=(7, 1.25 * len(rows) + 0.4), dpi=120)
+    for axis, (title, declaration, items) in zip(axes, rows, strict=True):
+        axis.axis("off")
+        table = axis.table(
+            cellText=[[pk, sk] for pk, sk in items],
+            colLabels=["partition key (stored)", "sort key"],
+            colWidths=[0.62, 0.38],
+            cellLoc="left",
+            loc="right",
+            bbox=[0.36, 0.0, 0.64, 1.0],
+        )
+        table.auto_set_font_size(False)
+        table.set_fontsize(9)
+        for (row, _), cell in table.get_celld().items():
+            cell.set_edgecolor("#bbbbbb")
+            if row == 0:
+                cell.set_facecolor("#e9f1f7")
+                cell.set_text_props(weight="bold")
+        axis.text(0.0, 0.72, title, weight="bold", fontsize=10, transform=axis.transAxes)
+        axis.text(
+            0.0, 0.18, declaration, family="monospace", fontsize=7.5, transform=axis.transAxes
+        )
+    fig.suptitle("What shardmodel stores: one logical key, several physical keys", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+BENCH_OUTPUT = ROOT / "benchmarks" / "last_run.txt"
+VARIANTS = ("merged", "sequential + sort", "thread pool + sort")
+
+
+def bench_tables(text: str) -> dict[str, list[dict[str, Any]]]:
+    """The merged-query tables of ``make bench`` output: title -> rows of named columns."""
+    tables: dict[str, list[dict[str, Any]]] = {}
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if not line.startswith("shards  variant") or number == 0:
+            continue
+        title = lines[number - 1].split(":")[0].split(" (")[0].strip()
+        rows = tables.setdefault(title, [])
+        for row in lines[number + 2 :]:
+            cells = row.split()
+            if len(cells) < 10 or not (cells[0].isdigit() or cells[0] == "-"):
+                break
+            variant = " ".join(cells[1:-9])
+            numbers = [float(c) for c in cells[-9:]]
+            rows.append(
+                {
+                    "shards": None if cells[0] == "-" else int(cells[0]),
+                    "variant": variant,
+                    "wall ms": numbers[0],
+                    "requests": numbers[5],
+                    "items read": numbers[6],
+                }
+            )
+    return tables
+
+
+def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    measures = ("wall ms", "requests", "items read")
+    fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
+    base = next(r for r in rows if r["variant"] == "single partition")
+    for axis, measure in zip(axes, measures, strict=True):
+        for variant, style in zip(VARIANTS, ("o-", "s--", "^:"), strict=True):
+            points = [(r["shards"], r[measure]) for r in rows if r["variant"] == variant]
+            axis.plot(*zip(*points, strict=True), style, label=variant)
+        axis.axhline(base[measure], color="#888888", linewidth=1, label="single partition")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])
+        axis.set_xlabel("shards")
+        axis.set_title(measure, fontsize=10)
+    axes[0].legend(fontsize=7, frameon=False)
+    fig.suptitle(f"{title} (from make bench)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def build(outdir: Path) -> list[Path]:
+    """Draw every chart into ``outdir``; return the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    outdir.mkdir(parents=True, exist_ok=True)
+    made = []
+    for name, draw in (("flash_sale.png", draw_flash_sale), ("key_format.png", draw_key_format)):
+        draw(outdir / name)
+        made.append(outdir / name)
+    tables = bench_tables(BENCH_OUTPUT.read_text(encoding="utf-8"))
+    for title, name in (
+        ("latest 100", "query_latest_100.png"),
+        ("read all 10,000", "query_read_all.png"),
+    ):
+        draw_bench(title, tables[title], outdir / name)
+        made.append(outdir / name)
+    return made
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    for made in build(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "_generated"):
+        print(made)
