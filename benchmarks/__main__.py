@@ -1,8 +1,8 @@
-"""Run every benchmark: `python -m benchmarks` (write path, merged query, request floor)."""
+"""Run every benchmark: `python -m benchmarks` (write path, merged query and floor, rounds)."""
 
 from __future__ import annotations
 
-from benchmarks import query_bench, request_floor, write_path
+from benchmarks import query_bench, rounds, write_path
 
 
 def main() -> None:
@@ -11,8 +11,8 @@ def main() -> None:
     write_path.main()
     print("\n== benchmarks/query_bench.py")
     query_bench.main()
-    print("\n== benchmarks/request_floor.py")
-    request_floor.main()
+    print("\n== benchmarks/rounds.py")
+    rounds.main()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import contextlib
 import socket
 import ssl
 import threading
+import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -104,13 +105,12 @@ class HttpPool:
             self._context = _tls_context(verify)
         self._idle: list[_Socket] = []
         self._lock = threading.Lock()
+        # a pool dropped with its client (models rebound) closes its sockets
+        weakref.finalize(self, _close_all, self._idle, self._lock)
 
     def close(self) -> None:
         """Close every idle socket."""
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+        _close_all(self._idle, self._lock)
 
     # -- connections ------------------------------------------------------------------
 
@@ -200,6 +200,14 @@ class HttpPool:
         else:
             conn.close()
         return response
+
+
+def _close_all(idle: list[_Socket], lock: threading.Lock) -> None:
+    with lock:
+        sockets = list(idle)
+        idle.clear()
+    for conn in sockets:
+        conn.close()
 
 
 class _Closed(Exception):
