@@ -88,20 +88,21 @@ class Signer:
     def sign(self, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
         """The headers to add to a ``POST /`` with ``headers`` (including ``host``).
 
-        Returns ``X-Amz-Date``, ``X-Amz-Security-Token`` (temporary credentials) and
-        ``Authorization``.
+        Returns ``x-amz-date``, ``x-amz-security-token`` (temporary credentials) and
+        ``authorization`` (names in lower case, as HTTP/2 and SigV4 write them).
         """
         frozen = self._credentials()
         stamp = self._stamp()
         day = stamp[:8]
-        added = {"X-Amz-Date": stamp}
+        added = {"x-amz-date": stamp}
         if frozen.token:
-            added["X-Amz-Security-Token"] = frozen.token
+            added["x-amz-security-token"] = frozen.token
         signed: dict[str, str] = {}
-        for name, value in (*headers.items(), *added.items()):
+        for name, value in headers.items():
             lower = name.lower()
             if lower not in _UNSIGNED:
                 signed[lower] = _value(value)
+        signed.update(added)
         names = sorted(signed)
         signed_headers = ";".join(names)
         canonical = "\n".join(
@@ -121,7 +122,7 @@ class Signer:
         signature = hmac.new(
             self._key(frozen.secret_key, day), to_sign.encode("utf-8"), hashlib.sha256
         ).hexdigest()
-        added["Authorization"] = (
+        added["authorization"] = (
             f"{_ALGORITHM} Credential={frozen.access_key}/{scope}, "
             f"SignedHeaders={signed_headers}, Signature={signature}"
         )

@@ -46,6 +46,7 @@ from shardmodel.lean.sigv4 import Signer
 from shardmodel.retry import is_throttle
 from shardmodel.throttles import throttling_reasons
 from tests.models import RandomEvent
+from tests.unit import test_fastparse as fastparse_tests
 
 Action = Callable[[socket.socket], bool]  # answers one request; True keeps the socket
 
@@ -512,9 +513,9 @@ def test_signatures_are_botocore_s(
         SigV4Auth(credentials, "dynamodb", "us-west-2").add_auth(request)
     finally:
         botocore.auth.get_current_datetime = original
-    assert signed["Authorization"] == request.headers["Authorization"]
-    assert signed["X-Amz-Date"] == request.headers["X-Amz-Date"]
-    assert signed.get("X-Amz-Security-Token") == request.headers.get("X-Amz-Security-Token")
+    assert signed["authorization"] == request.headers["Authorization"]
+    assert signed["x-amz-date"] == request.headers["X-Amz-Date"]
+    assert signed.get("x-amz-security-token") == request.headers.get("X-Amz-Security-Token")
 
 
 def test_the_signing_key_is_derived_once_a_day() -> None:
@@ -797,3 +798,28 @@ def test_every_lean_request_passes_botocore_s_events() -> None:
     assert seen.count("before-send.dynamodb.Query") == 10  # RandomShards(10)
     assert seen.count("after-call.dynamodb.Query") == 10
     assert [s.rsplit(".", 2)[0] for s in seen[: len(names)]] == list(names)
+
+
+# -- the optional fast JSON decoder --------------------------------------------------
+
+orjson = pytest.importorskip("orjson")
+
+
+@given(
+    items=st.lists(fastparse_tests._items, max_size=4),
+    count=st.integers(min_value=0, max_value=2**70),
+    units=st.floats(allow_nan=False, allow_infinity=False),
+)
+def test_orjson_decodes_what_json_decodes(items: list[Any], count: int, units: float) -> None:
+    from shardmodel.fastparse import parse_body
+
+    shape = LeanClient(_client("http://127.0.0.1:9"))._models["Query"].output_shape
+    document = {
+        "Items": items,
+        "Count": count,  # past 64 bits orjson refuses: json.loads decodes it
+        "ConsumedCapacity": {"TableName": TABLE, "CapacityUnits": units},
+    }
+    body = fastparse_tests.encode(document)
+    expected = parse_body(shape, body)
+    assert fastparse_tests.same(parse_body(shape, body, orjson.loads), expected)
+    assert fastparse_tests.same(parse_body(shape, body + b"]", orjson.loads), None)
