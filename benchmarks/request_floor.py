@@ -55,6 +55,11 @@ def _load(client: Any) -> None:
         ],
         BillingMode="PAY_PER_REQUEST",
     )
+    deadline = time.monotonic() + 60
+    while client.describe_table(TableName=TABLE)["Table"]["TableStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{TABLE} is not ACTIVE after 60 s")
+        time.sleep(0.05)
     for n in range(400):
         for pk in ("single", f"k#{n % SHARDS}"):
             item = {"pk": {"S": pk}, "sk": {"N": str(n)}, "body": {"S": "x" * 80}}
