@@ -85,8 +85,16 @@ def table_connection(model: Any) -> Any:
 
     The model's own connection when ``Meta.lean_requests`` is False.
     """
+    switch = getattr(model.Meta, "lean_requests", True)
+    if not isinstance(switch, bool):
+        from shardmodel.errors import ShardConfigurationError
+
+        raise ShardConfigurationError(
+            f"{model.__name__}.Meta.lean_requests = {switch!r}: give True (the default: "
+            "per-shard reads on the lean path) or False (everything through botocore)"
+        )
     connection = model._get_connection()
-    if getattr(model.Meta, "lean_requests", True) is False:
+    if not switch:
         return connection
     try:
         return _tables[connection]

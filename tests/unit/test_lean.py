@@ -777,6 +777,15 @@ def test_models_read_on_the_lean_path_unless_switched_off(monkeypatch: pytest.Mo
 
 
 @pytest.mark.usefixtures("tables")
+def test_a_switch_that_is_not_a_bool_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shardmodel.errors import ShardConfigurationError
+
+    monkeypatch.setattr(RandomEvent.Meta, "lean_requests", "no", raising=False)
+    with pytest.raises(ShardConfigurationError, match="lean_requests = 'no'"):
+        list(RandomEvent.query("ln"))
+
+
+@pytest.mark.usefixtures("tables")
 def test_every_lean_request_passes_botocore_s_events() -> None:
     RandomEvent(user_id="ev", timestamp=1, event_type="a").save()
     client = RandomEvent._get_connection().connection.client
