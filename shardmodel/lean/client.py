@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from typing import Any
 
@@ -42,10 +43,18 @@ __all__ = ["LEAN_OPERATIONS", "LeanClient", "lean_client", "unsupported_reason"]
 LEAN_OPERATIONS = frozenset({"Query", "BatchGetItem"})
 
 
+#: 19 digits in a row: maybe an integer past 64 bits, which orjson turns into a float
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
 try:  # the optional extra ``shardmodel[lean]``: the same values, a third of the CPU
     import orjson
 
-    _loads: Any = orjson.loads
+    def _orjson_loads(body: bytes) -> Any:
+        if _LONG_DIGITS.search(body):
+            return json.loads(body)  # exact big integers (a false alarm costs only time)
+        return orjson.loads(body)
+
+    _loads: Any = _orjson_loads
 
     def _dumps(value: Any) -> bytes:
         dumped: bytes = orjson.dumps(value, default=_blob)
