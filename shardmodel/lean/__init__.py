@@ -72,7 +72,10 @@ class LeanConnection:
         self._origin = origin
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._origin, name)
+        found = getattr(self._origin, name)
+        if callable(found) and not name.startswith("__"):
+            self.__dict__[name] = found  # the original's bound methods: looked up once
+        return found
 
     @property
     def client(self) -> Any:
