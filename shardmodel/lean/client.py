@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 from typing import Any
 
@@ -43,16 +42,21 @@ __all__ = ["LEAN_OPERATIONS", "LeanClient", "lean_client", "unsupported_reason"]
 LEAN_OPERATIONS = frozenset({"Query", "BatchGetItem"})
 
 
-#: 19 digits in a row: maybe an integer past 64 bits, which orjson turns into a float
-_LONG_DIGITS = re.compile(rb"\d{19}")
+#: orjson turns an integer past 64 bits into a float; json keeps it an int
+_BIG = float(2**63)
 
 try:  # the optional extra ``shardmodel[lean]``: the same values, a third of the CPU
     import orjson
 
     def _orjson_loads(body: bytes) -> Any:
-        if _LONG_DIGITS.search(body):
-            return json.loads(body)  # exact big integers (a false alarm costs only time)
-        return orjson.loads(body)
+        decoded = orjson.loads(body)
+        if isinstance(decoded, dict):
+            # the read outputs hold integers only at the top (Count, ScannedCount):
+            # numbers inside items are strings, capacities are doubles
+            for value in decoded.values():
+                if type(value) is float and abs(value) >= _BIG:
+                    return json.loads(body)
+        return decoded
 
     _loads: Any = _orjson_loads
 
