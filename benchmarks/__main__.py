@@ -1,9 +1,9 @@
-"""Run every benchmark: `python -m benchmarks` (write path, merged query, request floor,
-ordered-shard boundaries)."""
+"""Run every benchmark: `python -m benchmarks` (write path, merged query and its floor,
+rounds per read, ordered-shard boundaries)."""
 
 from __future__ import annotations
 
-from benchmarks import boundaries_bench, query_bench, request_floor, write_path
+from benchmarks import boundaries_bench, query_bench, rounds, write_path
 
 
 def main() -> None:
@@ -12,8 +12,8 @@ def main() -> None:
     write_path.main()
     print("\n== benchmarks/query_bench.py")
     query_bench.main()
-    print("\n== benchmarks/request_floor.py")
-    request_floor.main()
+    print("\n== benchmarks/rounds.py")
+    rounds.main()
     print("\n== benchmarks/boundaries_bench.py")
     boundaries_bench.main()
 

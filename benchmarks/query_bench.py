@@ -4,7 +4,9 @@ Runs against dynalite (started here on loopback, in memory) with a round trip in
 into every request, for 1, 4, 16 and 64 random shards holding 10,000 items of one
 logical key. Compares, per workload (the newest 100; all 10,000):
 
-* ``merged``: ``ShardedModel.query`` of the logical key;
+* ``merged``: ``ShardedModel.query`` of the logical key (its shard requests on the lean
+  path, :mod:`shardmodel.lean`);
+* ``merged, botocore``: the same at 16 shards with ``Meta.lean_requests = False``;
 * ``single partition``: plain PynamoDB ``Model.query`` of one unsharded key holding
   the same items (the baseline every ratio is against);
 * ``single, fast parse``: the same, its client's responses parsed by
@@ -14,7 +16,10 @@ logical key. Compares, per workload (the newest 100; all 10,000):
   after another, then a sort (the public guides' way);
 * ``thread pool + sort``: the same per-shard queries on a thread pool, then a sort.
 
-Also streams 100,000 items of one key from 16 shards and from one partition under
+Also measures, on the same dynalite, the harness floor (``benchmarks/request_floor.py``:
+16 bare 13-item queries at once on the lean client against one 100-item query) and the
+client CPU of one 13-item shard query, which two of the targets are against. Also
+streams 100,000 items of one key from 16 shards and from one partition under
 tracemalloc, for the peak Python heap of each. Requests and items read are counted by a
 botocore ``after-call`` hook on every client, the same way for every variant. Prints one
 table per workload and the merged query's targets with PASS or FAIL; a FAIL does not fail
@@ -40,6 +45,7 @@ from typing import Any, NamedTuple, cast
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
+from benchmarks import request_floor
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.fastparse import install as install_fast_parse
 from shardmodel.testing import bind_models, create_tables, dynalite_server
@@ -101,16 +107,21 @@ def _meta(table: str, **settings: Any) -> type:
     return type("Meta", (), {"table_name": table, "region": "us-east-1", **settings})
 
 
-def _sharded_model(shards: int) -> type[ShardedModel]:
-    """A model of ``shards`` random shards, on its own table, with a seeded shard picker."""
+def _sharded_model(shards: int, lean: bool = True) -> type[ShardedModel]:
+    """A model of ``shards`` random shards, on its own table, with a seeded shard picker.
+
+    ``lean=False``: the same table read through botocore (``Meta.lean_requests = False``).
+    """
     strategy = RandomShards(shards)
+    settings = {} if lean else {"lean_requests": False}
     namespace = {
-        "Meta": _meta(f"bench-query-shards-{shards}"),
+        "Meta": _meta(f"bench-query-shards-{shards}", **settings),
         "pk": ShardedKeyAttribute(hash_key=True, strategy=strategy, rng=random.Random(shards)),
         "ts": NumberAttribute(range_key=True),
         "body": UnicodeAttribute(),
     }
-    return cast(type[ShardedModel], type(f"Sharded{shards}", (ShardedModel,), namespace))
+    name = f"Sharded{shards}" if lean else f"Sharded{shards}Botocore"
+    return cast(type[ShardedModel], type(name, (ShardedModel,), namespace))
 
 
 def _pool(model: type[Model]) -> int:
@@ -134,6 +145,7 @@ class _Layout(NamedTuple):
     sharded: type[ShardedModel]
     plain: type[Model]
     threads: int  # for the merged query (when it takes parallelism) and the thread pool
+    botocore: type[ShardedModel] | None = None  # the same reads on botocore's path
 
 
 # -- the wire: injected latency and uniform counting ----------------------------------
@@ -225,8 +237,11 @@ def _merged_kwargs(model: type[Model], threads: int) -> dict[str, Any]:
     return {}
 
 
-def _merged(layout: _Layout, limit: int | None, forward: bool) -> Run:
-    model, extra = layout.sharded, _merged_kwargs(layout.sharded, layout.threads)
+def _merged(
+    layout: _Layout, limit: int | None, forward: bool, model: type[Model] | None = None
+) -> Run:
+    model = model or layout.sharded
+    extra = _merged_kwargs(model, layout.threads)
 
     def run() -> list[int]:
         items = model.query(KEY, scan_index_forward=forward, limit=limit, **extra)
@@ -346,8 +361,11 @@ def _variants(
         (None, "single, fast parse", _single(limit, forward, SingleFastParse)),
     ]
     for layout in layouts:
+        found.append((layout.shards, "merged", _merged(layout, limit, forward)))
+        if layout.botocore is not None:
+            botocore = _merged(layout, limit, forward, layout.botocore)
+            found.append((layout.shards, "merged, botocore", botocore))
         found += [
-            (layout.shards, "merged", _merged(layout, limit, forward)),
             (layout.shards, "sequential + sort", _sequential(layout, limit, forward)),
             (layout.shards, "thread pool + sort", _thread_pool(layout, limit, forward)),
         ]
@@ -423,7 +441,13 @@ class Target(NamedTuple):
         return self.measured <= self.limit if self.at_most else self.measured >= self.limit
 
 
-def _targets(latest: Sequence[Row], full: Sequence[Row], memory: tuple[int, int]) -> list[Target]:
+def _targets(
+    latest: Sequence[Row],
+    full: Sequence[Row],
+    memory: tuple[int, int],
+    floor: float,
+    shard_cpu: float,
+) -> list[Target]:
     n = TARGET_SHARDS
     l_merged, l_base = _find(latest, n, "merged"), _find(latest, None, "single partition")
     l_seq = _find(latest, n, "sequential + sort")
@@ -432,9 +456,13 @@ def _targets(latest: Sequence[Row], full: Sequence[Row], memory: tuple[int, int]
     merged_peak, single_peak = memory
     return [
         Target(
-            "latest 100: merged wall / single partition", l_merged.wall / l_base.wall, 1.5, True
+            "latest 100: (merged / single partition) / floor",
+            (l_merged.wall / l_base.wall) / floor,
+            1.2,
+            True,
         ),
         Target("latest 100: sequential loop / merged wall", l_seq.wall / l_merged.wall, 8, False),
+        Target("latest 100: merged CPU / single partition", l_merged.cpu / l_base.cpu, 2, True),
         Target(
             "latest 100: items read / items returned",
             l_merged.items_read / l_merged.returned,
@@ -449,6 +477,7 @@ def _targets(latest: Sequence[Row], full: Sequence[Row], memory: tuple[int, int]
             2,
             True,
         ),
+        Target("one 13-item shard query: client CPU, ms", shard_cpu * 1e3, 0.25, True),
     ]
 
 
@@ -476,6 +505,22 @@ def _print_memory(merged: tuple[int, Sample], single: tuple[int, Sample]) -> Non
     print("(wall times under tracemalloc are slowed by it; compare them only with each other)")
 
 
+def _print_floor(latest: Sequence[Row], ratios: dict[str, tuple[float, float]]) -> float:
+    """Print the harness floor (lean path, no mapper) and the merged read against it."""
+    print()
+    request_floor.print_floor(ratios)
+    one, many = ratios["lean"]
+    floor = many / one
+    merged = _find(latest, TARGET_SHARDS, "merged").wall
+    base = _find(latest, None, "single partition").wall
+    print(
+        f"harness floor (lean, 16 x 13 vs 1 x 100): {floor:.2f}x; latest 100 merged / "
+        f"single partition: {merged / base:.2f}x; merged / 16 bare lean queries: "
+        f"{merged / many:.2f}x"
+    )
+    return floor
+
+
 def _print_targets(targets: Sequence[Target]) -> None:
     print()
     print(f"targets at {TARGET_SHARDS} shards (for humans: a FAIL does not fail `make bench`)")
@@ -496,12 +541,15 @@ def main() -> None:
     for shards in SHARDS:
         sharded = _sharded_model(shards)
         workers = min(shards, _pool(sharded))
-        layouts.append(_Layout(shards, sharded, _plain_model(sharded), workers))
+        botocore = _sharded_model(shards, lean=False) if shards == TARGET_SHARDS else None
+        layouts.append(_Layout(shards, sharded, _plain_model(sharded), workers, botocore))
     stream = next(layout for layout in layouts if layout.shards == TARGET_SHARDS)
     stream_model, stream_kwargs = stream.sharded, _merged_kwargs(stream.sharded, stream.threads)
     models: list[type[Model]] = [Single, SingleFastParse]
     for layout in layouts:
         models += [layout.sharded, layout.plain]
+        if layout.botocore is not None:
+            models.append(layout.botocore)
     wire = _Wire(LATENCY)
     with dynalite_server(DYNALITE) as url:
         bind_models(models, host=url, **CREDENTIALS)
@@ -524,6 +572,8 @@ def main() -> None:
         full = _measure(wire, _variants(layouts, None, forward=True), everything)
         merged_memory = _peak_memory(wire, stream_model, stream_kwargs, MEMORY_REPEATS)
         single_memory = _peak_memory(wire, Single, {}, MEMORY_REPEATS)
+        ratios = request_floor.fan_out_ratios(url)  # the harness floor, same server and run
+        cpu = request_floor.cpu_per_request(url)
 
     threads = ", ".join(f"{layout.threads} for {layout.shards}" for layout in layouts)
     merged = (
@@ -542,7 +592,11 @@ def main() -> None:
     )
     _print_table(f"read all {ITEMS:,} (ascending): ratios against the single partition", full)
     _print_memory(merged_memory, single_memory)
-    _print_targets(_targets(latest, full, (merged_memory[0], single_memory[0])))
+    floor = _print_floor(latest, ratios)
+    request_floor.print_cpu(cpu)
+    shard_cpu = cpu["merged query's shard path"]
+    memory = (merged_memory[0], single_memory[0])
+    _print_targets(_targets(latest, full, memory, floor, shard_cpu))
     total = time.perf_counter() - started
     print(
         f"\nquery bench: {total:.0f} s ({loaded:.0f} s starting dynalite and loading data); "

@@ -1,15 +1,20 @@
 """The floor under a 16-shard latest-100 read on dynalite: 16 requests, no mapper at all.
 
 Measures, with the same 5 ms injected round trip as the query bench, one query of 100
-items against 16 queries of 13 items made at once on a warm 16-thread pool, two ways:
+items against 16 queries of 13 items made at once on a warm 16-thread pool, three ways:
 
-* **botocore**: ``client.query`` (what PynamoDB, and so the mapper, sends through);
-* **lean**: a hand-built request signed with the client's signer and sent on its HTTP
-  session, the body read with ``json.loads``: botocore's request pipeline skipped.
+* **botocore**: ``client.query`` (what plain PynamoDB sends through);
+* **signed, no pipeline**: a hand-built request signed with the client's signer and sent
+  on its HTTP session (urllib3), the body read with ``json.loads``;
+* **lean**: :class:`shardmodel.lean.LeanClient` alone (no PynamoDB, no mapper): the
+  path the merged query's shard requests take, and the leanest this project has. Its
+  ratio is the harness floor the query bench's merged read is held to.
 
-If 16 requests cost more than the target ratio here, no client in one Python process
-can meet it on this machine: dynalite serves one request at a time and the GIL
-serializes each request's client CPU.
+Also prints the client CPU of one 13-item Query, sent one after another with no
+injected latency, on botocore, on the lean client alone, and on the merged query's
+shard path (PynamoDB's request building and error wrapping over the lean client).
+dynalite serves one request at a time, so 16 requests cost at least 16 service times
+however lean the client.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ import boto3
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 
+from shardmodel.lean import LeanClient
 from shardmodel.testing import dynalite_server
 
 DYNALITE = Path(__file__).resolve().parents[1] / "node_modules" / ".bin" / "dynalite"
 LATENCY = 0.005
 SHARDS = 16
 RUNS = 30
+CPU_RUNS = 400
 TABLE = "floor-bench"
 
 
@@ -48,6 +55,11 @@ def _load(client: Any) -> None:
         ],
         BillingMode="PAY_PER_REQUEST",
     )
+    deadline = time.monotonic() + 60
+    while client.describe_table(TableName=TABLE)["Table"]["TableStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{TABLE} is not ACTIVE after 60 s")
+        time.sleep(0.05)
     for n in range(400):
         for pk in ("single", f"k#{n % SHARDS}"):
             item = {"pk": {"S": pk}, "sk": {"N": str(n)}, "body": {"S": "x" * 80}}
@@ -89,6 +101,16 @@ def _lean(client: Any, url: str) -> Callable[[str, int], Any]:
     return query
 
 
+def _lean_client(client: Any) -> Callable[[str, int], Any]:
+    lean = LeanClient(client)
+
+    def query(key: str, limit: int) -> Any:
+        time.sleep(LATENCY)
+        return lean.call("Query", _request(key, limit))
+
+    return query
+
+
 def _median(run: Callable[[], object]) -> float:
     times = []
     for _ in range(RUNS):
@@ -98,33 +120,100 @@ def _median(run: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
+def _client(url: str) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(max_pool_connections=SHARDS),  # one socket per thread, kept
+    )
+
+
+def fan_out_ratios(url: str, load: bool = True) -> dict[str, tuple[float, float]]:
+    """Per path: (one 100-item query, 16 x 13-item queries at once), median seconds."""
+    client = _client(url)
+    if load:
+        _load(client)
+    pool = ThreadPoolExecutor(SHARDS)
+    keys = [f"k#{n}" for n in range(SHARDS)]
+    paths = (
+        ("botocore", _botocore(client)),
+        ("signed, no pipeline", _lean(client, url)),
+        ("lean", _lean_client(client)),
+    )
+    found = {}
+    for name, query in paths:
+
+        def fan_out(q: Callable[[str, int], Any] = query) -> list[Any]:
+            futures = [pool.submit(q, key, 13) for key in keys]
+            return [future.result() for future in futures]
+
+        for _ in range(3):
+            fan_out()  # warm the threads and the sockets
+        one = _median(lambda q=query: q("single", 100))
+        many = _median(fan_out)
+        found[name] = (one, many)
+    pool.shutdown()
+    return found
+
+
+def _cpu(call: Callable[[], object]) -> float:
+    for _ in range(20):
+        call()
+    started = time.process_time()
+    for _ in range(CPU_RUNS):
+        call()
+    return (time.process_time() - started) / CPU_RUNS
+
+
+def cpu_per_request(url: str) -> dict[str, float]:
+    """Client CPU seconds of one 13-item Query, per path (no injected latency)."""
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+    from pynamodb.models import Model
+
+    from shardmodel.lean import table_connection
+    from shardmodel.testing import bind_models
+
+    class Floor(Model):
+        class Meta:
+            table_name = TABLE
+            region = "us-east-1"
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = NumberAttribute(range_key=True)
+
+    bind_models([Floor], host=url, aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = _client(url)
+    lean = LeanClient(client)
+    shard = table_connection(Floor)
+    return {
+        "botocore client.query": _cpu(lambda: client.query(**_request("k#1", 13))),
+        "lean client alone": _cpu(lambda: lean.call("Query", _request("k#1", 13))),
+        "merged query's shard path": _cpu(
+            lambda: shard.query("k#1", limit=13, scan_index_forward=False)
+        ),
+    }
+
+
+def print_floor(ratios: dict[str, tuple[float, float]]) -> None:
+    print(f"16 requests vs one, dynalite, {LATENCY * 1000:.0f} ms round trip, median of {RUNS}")
+    print(f"{'path':<22}{'1 x 100 ms':>12}{'16 x 13 ms':>12}{'ratio':>8}")
+    for name, (one, many) in ratios.items():
+        print(f"{name:<22}{one * 1000:>12.1f}{many * 1000:>12.1f}{many / one:>8.2f}")
+
+
+def print_cpu(cpu: dict[str, float]) -> None:
+    print(f"\nclient CPU of one 13-item Query (process CPU, mean of {CPU_RUNS}, no latency)")
+    for name, seconds in cpu.items():
+        print(f"  {name:<28}{seconds * 1e3:>7.3f} ms")
+
+
 def main() -> None:
     with dynalite_server(DYNALITE) as url:
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=url,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            config=Config(max_pool_connections=SHARDS),  # one socket per thread, kept
-        )
-        _load(client)
-        pool = ThreadPoolExecutor(SHARDS)
-        keys = [f"k#{n}" for n in range(SHARDS)]
-        print(f"16 requests vs one, dynalite, {LATENCY * 1000:.0f} ms round trip, median of {RUNS}")
-        print(f"{'path':<10}{'1 x 100 ms':>12}{'16 x 13 ms':>12}{'ratio':>8}")
-        for name, query in (("botocore", _botocore(client)), ("lean", _lean(client, url))):
-
-            def fan_out(q: Callable[[str, int], Any] = query) -> list[Any]:
-                futures = [pool.submit(q, key, 13) for key in keys]
-                return [future.result() for future in futures]
-
-            for _ in range(3):
-                fan_out()  # warm the threads and the sockets
-            one = _median(lambda q=query: q("single", 100))
-            many = _median(fan_out)
-            print(f"{name:<10}{one * 1000:>12.1f}{many * 1000:>12.1f}{many / one:>8.2f}")
-        pool.shutdown()
+        print_floor(fan_out_ratios(url))
+        print_cpu(cpu_per_request(url))
 
 
 if __name__ == "__main__":

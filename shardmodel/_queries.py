@@ -177,11 +177,15 @@ class Queries(KeyedModel):
         The botocore client is built here, in the caller's thread: PynamoDB builds it
         lazily without a lock, so many cold worker threads would each build one. Its
         Query responses are parsed by :mod:`shardmodel.fastparse` (same result, less CPU).
+        Requests go on the lean path (:mod:`shardmodel.lean`) unless
+        ``Meta.lean_requests`` is False.
         """
         from shardmodel.fastparse import install  # kept local: a one-function change
+        from shardmodel.lean import table_connection
 
-        connection = cls._get_connection()
-        install(connection.connection.client)
+        install(cls._get_connection().connection.client)
+        connection = table_connection(cls)
+        connection.connection.client  # noqa: B018 - build the lean client here, too
 
         def fetch(physical: str, start: Any, page: int | None = None) -> dict[str, Any]:
             response: dict[str, Any] = connection.query(

@@ -50,6 +50,23 @@ class PointReads(KeyedModel):
         return found
 
     @classmethod
+    def _batch_get_page(
+        cls,
+        keys_to_get: list[dict[str, Any]],
+        consistent_read: bool | None,
+        attributes_to_get: Sequence[str] | None,
+    ) -> tuple[list[_RawItem] | None, list[dict[str, Any]] | None]:
+        """One BatchGetItem on the lean path (:mod:`shardmodel.lean`): items, unprocessed keys."""
+        from shardmodel.lean import table_connection
+
+        table = cls.Meta.table_name
+        data = table_connection(cls).batch_get_item(
+            keys_to_get, consistent_read=consistent_read, attributes_to_get=attributes_to_get
+        )
+        unprocessed = data.get("UnprocessedKeys", {}).get(table, {}).get("Keys")
+        return data.get("Responses", {}).get(table), unprocessed
+
+    @classmethod
     def _resolve(
         cls,
         requests: list[tuple[Any, Any, list[str]]],

@@ -98,8 +98,11 @@ def first_page_size(remaining: int, shards: int) -> int:
     """The first page to ask of each of ``shards`` shards to serve ``remaining`` items.
 
     Items spread over random shards follow a binomial law: ask the mean plus 2.5 standard
-    deviations, so a second round trip is rarely needed, but never more than twice the
-    fair share, so read capacity stays within 2x the items returned.
+    deviations, but never more than twice the fair share, so items read stay within 2x
+    the items returned. The cap binds for large fan-outs: the newest 100 of 16 random
+    shards ask 12 a shard, and ~31% of such reads need a second round for the shard
+    holding more than 12 of them (mean 1.34 rounds; 13 a shard: 14%, but 2.08x read;
+    16: 0.7%, 2.55x read; ``benchmarks/rounds.py`` over random layouts).
     """
     if shards <= 1:
         return max(1, remaining)

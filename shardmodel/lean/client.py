@@ -1,0 +1,367 @@
+"""A stand-in for a botocore DynamoDB client that sends reads on the lean path.
+
+:class:`LeanClient` has the one method PynamoDB's ``Connection`` calls on its client,
+``_make_api_call``. Query and BatchGetItem go through :meth:`LeanClient.call`, which
+does what botocore's ``BaseClient._make_api_call`` and ``Endpoint._send_request`` do,
+in the same order and through the same client's event system (so every handler a
+test, PynamoDB or a user registered there still runs):
+
+1. ``before-call.dynamodb.<Op>`` (a handler may answer the call);
+2. per attempt: sign (:mod:`~shardmodel.lean.sigv4`), emit ``before-send`` with a
+   botocore ``AWSPreparedRequest`` (a handler may answer it, as in-process moto and the
+   capacity simulator do, or raise), else send it (:mod:`~shardmodel.lean.http`);
+3. parse: a 2xx body by :func:`shardmodel.fastparse.parse_body`, anything else by the
+   client's own botocore parser (errors keep botocore's codes, messages and modeled
+   fields such as ``ThrottlingReasons``);
+4. ``response-received``, then ``needs-retry``: botocore's own retry handler (standard
+   mode: throttles, 5xx, connection errors, its retry quota and back-off), sleeping what
+   it returns;
+5. ``after-call`` (or ``after-call-error``), and the same modeled ``ClientError``
+   subclass botocore raises for an error response.
+
+``provide-client-params`` and ``before-parameter-build`` are emitted before the body is
+serialized, as botocore does. What it skips of botocore's pipeline: parameter validation
+(PynamoDB turns it off), the user-agent header, the ``request-created`` and
+``before-sign`` events, and the ``amz-sdk-*`` headers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+from shardmodel.fastparse import parse_body
+from shardmodel.lean.http import HttpPool
+from shardmodel.lean.sigv4 import Signer
+
+__all__ = ["LEAN_OPERATIONS", "LeanClient", "lean_client", "unsupported_reason"]
+
+#: Operations sent on the lean path; every other goes to the botocore client.
+LEAN_OPERATIONS = frozenset({"Query", "BatchGetItem"})
+
+
+#: orjson turns an integer past 64 bits into a float; json keeps it an int
+_BIG = float(2**63)
+
+try:  # the optional extra ``shardmodel[lean]``: the same values, a third of the CPU
+    import orjson
+
+    def _orjson_loads(body: bytes) -> Any:
+        decoded = orjson.loads(body)
+        if isinstance(decoded, dict):
+            # the read outputs hold integers only at the top (Count, ScannedCount):
+            # numbers inside items are strings, capacities are doubles
+            for value in decoded.values():
+                if type(value) is float and abs(value) >= _BIG:
+                    return json.loads(body)
+        return decoded
+
+    _loads: Any = _orjson_loads
+
+    def _dumps(value: Any) -> bytes:
+        dumped: bytes = orjson.dumps(value, default=_blob)
+        return dumped
+
+except ImportError:  # pragma: no cover - the stdlib fallback
+    _loads = None
+
+    def _dumps(value: Any) -> bytes:
+        return json.dumps(value, separators=(",", ":"), default=_blob).encode("utf-8")
+
+
+def _blob(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+class Headers(dict[str, str]):
+    """HTTP headers: a dict whose names are stored and looked up in lower case.
+
+    Stands in for botocore's case-insensitive header maps on the lean path's requests
+    and responses, at a fraction of their cost.
+    """
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__()
+        self.update(items)
+
+    def __setitem__(self, name: str, value: str) -> None:
+        super().__setitem__(name.lower(), value)
+
+    def __getitem__(self, name: str) -> str:
+        return super().__getitem__(name.lower())
+
+    def __delitem__(self, name: str) -> None:
+        super().__delitem__(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name.lower() if isinstance(name, str) else name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return super().get(name.lower(), default)
+
+    def pop(self, name: str, *default: Any) -> Any:
+        return super().pop(name.lower(), *default)
+
+    def setdefault(self, name: str, default: Any = None) -> Any:
+        return super().setdefault(name.lower(), default)
+
+    def update(self, items: Any = (), **more: str) -> None:  # type: ignore[override]
+        pairs = items.items() if hasattr(items, "items") else items
+        for name, value in (*pairs, *more.items()):
+            super().__setitem__(name.lower(), value)
+
+
+class _HttpResponse:
+    """What botocore's handlers read of an ``AWSResponse``: status, headers, content."""
+
+    __slots__ = ("content", "headers", "raw", "status_code", "url")
+
+    def __init__(self, url: str, status: int, headers: Headers, content: bytes) -> None:
+        self.url = url
+        self.status_code = status
+        self.headers = headers
+        self.content = content
+        self.raw = None
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8")
+
+
+def unsupported_reason(client: Any) -> str | None:
+    """Why the lean path cannot stand in for ``client`` (None: it can)."""
+    from urllib.parse import urlsplit
+
+    meta = client.meta
+    model = meta.service_model
+    if model.service_name != "dynamodb" or model.resolved_protocol != "json":
+        return "not botocore's DynamoDB JSON client"
+    parts = urlsplit(meta.endpoint_url or "")
+    if parts.scheme not in ("http", "https") or parts.path not in ("", "/") or parts.query:
+        return f"endpoint {meta.endpoint_url!r} is not a plain http(s) URL"
+    config = meta.config
+    signature = getattr(config, "signature_version", None)
+    if signature not in (None, "v4"):
+        return f"signature version {signature!r}"
+    if getattr(config, "client_cert", None):
+        return "a client certificate"
+    if getattr(config, "endpoint_discovery_enabled", False):
+        return "endpoint discovery"
+    signer = getattr(client, "_request_signer", None)
+    if signer is None or getattr(signer, "_credentials", None) is None:
+        return "no credentials (unsigned requests)"
+    session = getattr(getattr(client, "_endpoint", None), "http_session", None)
+    proxies = getattr(session, "_proxy_config", None)
+    if proxies is None or proxies.proxy_url_for(meta.endpoint_url) is not None:
+        return "a proxy (config or environment)"
+    return None
+
+
+def lean_client(client: Any) -> LeanClient | None:
+    """A :class:`LeanClient` for ``client``, or None when it cannot stand in for it."""
+    if unsupported_reason(client) is not None:
+        return None
+    return LeanClient(client)
+
+
+class LeanClient:
+    """Sends Query and BatchGetItem for a botocore DynamoDB client, anything else through it.
+
+    Same endpoint, region, credentials (asked of the client's credential provider per
+    request, so refreshed before expiry as botocore refreshes them), TLS verification
+    (the client's ``verify``), connect and read timeouts and pool size as the client.
+    """
+
+    def __init__(self, client: Any) -> None:
+        meta = client.meta
+        self.client = client
+        self.meta = meta
+        service = meta.service_model
+        self._service_id = service.service_id.hyphenize()
+        self._models = {name: service.operation_model(name) for name in LEAN_OPERATIONS}
+        prefix = service.metadata["targetPrefix"]
+        content_type = f"application/x-amz-json-{service.metadata.get('jsonVersion', '1.0')}"
+        self._headers = {
+            name: {"X-Amz-Target": f"{prefix}.{name}", "Content-Type": content_type}
+            for name in LEAN_OPERATIONS
+        }
+        self.url = meta.endpoint_url.rstrip("/") + "/"
+        config = meta.config
+        session = client._endpoint.http_session
+        self.pool = HttpPool(
+            self.url,
+            connect_timeout=config.connect_timeout,
+            read_timeout=config.read_timeout,
+            verify=getattr(session, "_verify", True),
+            max_idle=config.max_pool_connections or 10,
+        )
+        request_signer = client._request_signer
+        self.signer = Signer(
+            lambda: request_signer._credentials.get_frozen_credentials(),
+            region=request_signer._region_name or meta.region_name,
+            service=request_signer._signing_name or "dynamodb",
+        )
+
+    def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        if operation_name not in LEAN_OPERATIONS:
+            result: dict[str, Any] = self.client._make_api_call(operation_name, api_params)
+            return result
+        return self.call(operation_name, api_params)
+
+    def _serialize(self, operation_name: str, api_params: dict[str, Any]) -> bytes:
+        try:
+            body = _dumps(api_params)
+        except (TypeError, ValueError):
+            body = b'"B'  # not plain JSON: botocore's serializer knows the shapes
+        if b'"B' in body:
+            # a binary value given as str: botocore base64-encodes its UTF-8 (PynamoDB's
+            # legacy encoding); leave every binary to botocore's own serializer
+            request = self.client._serializer.serialize_to_request(
+                api_params, self._models[operation_name]
+            )
+            serialized: bytes = request["body"]
+            return serialized
+        return body
+
+    # -- botocore's pipeline, for one call -------------------------------------------
+
+    def call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request; the parsed response, or the exception botocore raises."""
+        from botocore.awsrequest import AWSPreparedRequest
+
+        client = self.client
+        events = self.meta.events
+        model = self._models[operation_name]
+        suffix = f"{self._service_id}.{operation_name}"
+        context: dict[str, Any] = {}
+        replaced = events.emit(
+            f"provide-client-params.{suffix}", params=api_params, model=model, context=context
+        )
+        api_params = next((r for _, r in replaced if r is not None), api_params)
+        events.emit(
+            f"before-parameter-build.{suffix}", params=api_params, model=model, context=context
+        )
+        body = self._serialize(operation_name, api_params)
+        request_dict: dict[str, Any] = {
+            "url_path": "/",
+            "query_string": "",
+            "method": "POST",
+            "headers": dict(self._headers[operation_name]),
+            "body": body,
+            "url": self.url,
+            "context": context,
+        }
+        _, answer = events.emit_until_response(
+            f"before-call.{suffix}",
+            model=model,
+            params=request_dict,
+            request_signer=client._request_signer,
+            context=context,
+        )
+        if answer is not None:
+            http, parsed = answer
+        else:
+            attempts = 0
+            while True:
+                attempts += 1
+                headers = Headers(request_dict["headers"])
+                dict.update(
+                    headers, self.signer.sign({"host": self.pool.authority, **headers}, body)
+                )
+                request = AWSPreparedRequest(
+                    "POST", self.url, headers, body, stream_output=False, context=context
+                )
+                exception: Exception | None = None
+                http = parsed = None
+                try:
+                    http, parsed = self._attempt(suffix, model, request, attempts)
+                except Exception as error:
+                    exception = error
+                events.emit(
+                    f"response-received.{suffix}",
+                    response_dict=None if http is None else _response_dict(http, model),
+                    parsed_response=parsed,
+                    context=context,
+                    exception=exception,
+                )
+                delays = events.emit(
+                    f"needs-retry.{suffix}",
+                    response=None if http is None else (http, parsed),
+                    endpoint=client._endpoint,
+                    operation=model,
+                    attempts=attempts,
+                    caught_exception=exception,
+                    request_dict=request_dict,
+                )
+                delay = next((d for _, d in delays if d is not None), None)
+                if delay is None or delay is False:
+                    break
+                time.sleep(delay)
+            if parsed is not None and "ResponseMetadata" in parsed:
+                parsed["ResponseMetadata"]["RetryAttempts"] = attempts - 1
+            if exception is not None:
+                events.emit(f"after-call-error.{suffix}", exception=exception, context=context)
+                raise exception
+        events.emit(
+            f"after-call.{suffix}", http_response=http, parsed=parsed, model=model, context=context
+        )
+        if http.status_code >= 300:
+            code = context.get("error_code_override") or parsed.get("Error", {}).get("Code")
+            raise client.exceptions.from_code(code)(parsed, operation_name)
+        result: dict[str, Any] = parsed
+        return result
+
+    def _attempt(
+        self, suffix: str, model: Any, request: Any, attempts: int
+    ) -> tuple[Any, dict[str, Any]]:
+        """One attempt: a hook's answer or the server's, parsed as botocore parses it."""
+        http: Any = None
+        for _, answer in self.meta.events.emit(f"before-send.{suffix}", request=request):
+            if answer is not None:
+                http = answer
+                break
+        if http is None:
+            sent = self.pool.post(request.headers, request.body)
+            headers = Headers()
+            dict.update(headers, sent.headers)  # already lower case
+            http = _HttpResponse(self.url, sent.status, headers, sent.body)
+        else:
+            headers = Headers(http.headers)
+        body = http.content
+        if 200 <= http.status_code < 300:
+            parsed = parse_body(model.output_shape, body, _loads)
+            if parsed is not None:
+                metadata: dict[str, Any] = {}
+                if "x-amzn-requestid" in headers:
+                    metadata["RequestId"] = headers["x-amzn-requestid"]
+                metadata["HTTPStatusCode"] = http.status_code
+                metadata["HTTPHeaders"] = dict(headers)
+                metadata["RetryAttempts"] = attempts - 1
+                parsed["ResponseMetadata"] = metadata
+                return http, parsed
+        return http, self._botocore_parse(http, model)
+
+    def _botocore_parse(self, http: Any, model: Any) -> dict[str, Any]:
+        """What botocore's endpoint makes of a response (errors, odd bodies)."""
+        endpoint = self.client._endpoint
+        response_dict = _response_dict(http, model)
+        parser = endpoint._response_parser_factory.create_parser(
+            model.service_model.resolved_protocol
+        )
+        parsed: dict[str, Any] = parser.parse(response_dict, model.output_shape)
+        if http.status_code >= 300:
+            endpoint._add_modeled_error_fields(response_dict, parsed, model, parser)
+        return parsed
+
+
+def _response_dict(http: Any, model: Any) -> dict[str, Any]:
+    return {
+        "headers": http.headers,
+        "status_code": http.status_code,
+        "body": http.content,
+        "context": {"operation_name": model.name},
+    }
