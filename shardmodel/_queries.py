@@ -120,10 +120,13 @@ class Queries(KeyedModel):
                     bounds[strategy.on] = time_range
         counts = counts or cls._read_counts(logical, attr)
         key = cls._key_values(logical, values, attr, counts)
-        per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
+        migration = cls._migration() if attr is cls._shard_attribute() else None
+        # during a shard count change: the union of both layouts' keys (same time buckets)
+        layouts = [layout] if migration is None else migration.read_layouts()
+        plans = [[s.query_candidates(key, bounds) for s in lay.strategies] for lay in layouts]
         check_fan_out(
             f"{cls.__name__}.query({logical!r})",
-            math.prod(len(c) for c in per_strategy),
+            sum(math.prod(len(c) for c in per_strategy) for per_strategy in plans),
             request_bound(cls, max_requests),
         )
         splits = [
@@ -132,13 +135,14 @@ class Queries(KeyedModel):
             if s.ordered and sort_name is not None and sort_name in s.attributes
         ]
         groups: dict[tuple[int, ...], list[str]] = {}
-        ranges = [range(len(c)) for c in per_strategy]
-        for combo in itertools.product(*ranges):
-            segments = [per_strategy[i][j] for i, j in enumerate(combo)]
-            group = tuple(combo[i] for i in splits)
-            physical = layout.readable(logical, segments)  # None: too long to be stored
-            if physical is not None:
-                groups.setdefault(group, []).append(physical)
+        for lay, per_strategy in zip(layouts, plans, strict=True):
+            ranges = [range(len(c)) for c in per_strategy]
+            for combo in itertools.product(*ranges):
+                segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+                group = tuple(combo[i] for i in splits)
+                physical = lay.readable(logical, segments)  # None: too long to be stored
+                if physical is not None and physical not in groups.get(group, ()):
+                    groups.setdefault(group, []).append(physical)
         ordered = [groups[g] for g in sorted(groups)]
         return ordered if forward else ordered[::-1]
 
@@ -266,7 +270,8 @@ class Queries(KeyedModel):
             scan_index_forward=scan_index_forward,
         )
         counters = bool(cls._counter_names) and index_name is None
-        dynamic = cls._shard_directory is not None and index_name is None
+        moving = cls._shard_directory is not None or cls._migration() is not None
+        dynamic = moving and index_name is None
         sort_key = dynamodb_sort_key(cls._query_attribute(index_name, "range"))
         merged: MergedQuery[Any] = MergedQuery(
             fetch=fetch,
@@ -349,7 +354,8 @@ class Queries(KeyedModel):
         planned = {key for group in groups for key in group}
         # a dynamic key's compaction may have retired shards since: their items moved to
         # live shards, where the cursor's last sort key (see _seen_by) tells seen from not
-        compacted = cls._shard_directory is not None and identity.index is None
+        moving = cls._shard_directory is not None or cls._migration() is not None
+        compacted = moving and identity.index is None
         if not compacted and not {p.key for p in cursor.shards} <= planned:
             raise CursorError(
                 "last_evaluated_key names shards this query does not read (the range "
@@ -385,9 +391,10 @@ class Queries(KeyedModel):
             )
             return total
         counts = None
-        if cls._shard_directory is not None and index_name is None:
+        migrating = index_name is None and cls._migration() is not None
+        if (cls._shard_directory is not None and index_name is None) or migrating:
             counts = cls._read_counts(cls._check_logical(hash_key))
-            if counts is not None and counts.readable > counts.live:
+            if migrating or (counts is not None and counts.readable > counts.live):
                 # a compaction may hold items on two shards: count the merged query's
                 # items, one per logical item, instead of summing per-shard counts
                 keys = [

@@ -81,7 +81,8 @@ class PointReads(KeyedModel):
             if hits and cls._counter_names:
                 yield cls._merge_shards([by_key[(p, range_ser)] for p in hits], candidates[0])
                 continue
-            if len(hits) > 1 and cls._shard_directory is not None:  # a compaction copies it
+            moving = cls._shard_directory is not None or cls._migration() is not None
+            if len(hits) > 1 and moving:  # a compaction or a shard count change copies it
                 yield cls._current_copy([by_key[(p, range_ser)] for p in hits])
                 continue
             if len(hits) > 1:

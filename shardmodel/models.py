@@ -7,6 +7,7 @@ goes to the same shard), and read back from every item loaded from the table.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -177,11 +178,15 @@ class ShardedBatchWrite(BatchWrite[_M]):
         if put_item._shard_attribute() is not None:
             put_item._write_key()
         super().save(put_item)
+        for pinned in put_item._migration_copies(delete=False):
+            super().save(pinned)
 
     def delete(self, del_item: _M) -> None:
         if del_item._shard_attribute() is not None:
             del_item._stored_key()
         super().delete(del_item)
+        for pinned in del_item._migration_copies(delete=True):
+            super().delete(pinned)
 
 
 class ShardedModel(Resharding, metaclass=ShardedModelMeta):
@@ -211,7 +216,39 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
 
         if self._shard_directory is not None and self._new_on_shard():
             return self._save_growing(put)
-        return put()
+        result = put()
+        self._write_copies(delete=False)
+        return result
+
+    def _migration_copies(self: _M, delete: bool) -> list[_M]:
+        """During a shard count change: this item pinned to each other key it goes to."""
+        migration = self._migration() if self._shard_attribute() is not None else None
+        if migration is None:
+            return []
+        primary = self._stored_key() if delete else self._write_key()
+        key = self._instance_key_values()
+        others = (migration.delete_keys if delete else migration.mirror_keys)(key, primary)
+        copies = []
+        for other in others:
+            pinned = copy.copy(self)
+            pinned._pinned_key = other
+            copies.append(pinned)
+        return copies
+
+    def _write_copies(self, delete: bool) -> None:
+        """Put (or delete) the item's other copies after the primary write succeeded."""
+        for pinned in self._migration_copies(delete):
+            attributes = pinned.serialize()  # as stored: the version already counted
+            hash_key = attributes.pop(self._sharded().attr_name)[STRING]
+            range_attr = self._range_key_attribute()
+            range_key = None
+            if range_attr is not None:
+                range_key = attributes.pop(range_attr.attr_name)[range_attr.attr_type]
+            connection = pinned._get_connection()
+            if delete:
+                connection.delete_item(hash_key, range_key=range_key)
+            else:
+                connection.put_item(hash_key, range_key=range_key, attributes=attributes)
 
     def _new_on_shard(self) -> bool:
         """True when this save picks a shard (no stored item of this key is known)."""
@@ -258,6 +295,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         if self._shard_attribute() is not None and isinstance(actions, list):
             condition = self._physical_condition(condition, self._stored_key())
         result = super().update(actions, condition, add_version_condition=add_version_condition)
+        self._write_copies(delete=False)  # the updated item, whole, to its other keys
         if self._counter_names:
             self.refresh(consistent_read=True)  # the response holds one shard's counters only
         return result
@@ -275,7 +313,9 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             return None
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
-        return super().delete(condition, add_version_condition=add_version_condition)
+        result = super().delete(condition, add_version_condition=add_version_condition)
+        self._write_copies(delete=True)
+        return result
 
     def get_update_kwargs_from_instance(
         self,
