@@ -178,13 +178,13 @@ class KeyedModel(Model):
         migration = cls._migration()
         layouts = [cls._sharded().layout] if migration is None else migration.read_layouts()
         key = cls._key_values(logical, values, counts=counts)
-        check_fan_out(
-            f"{cls.__name__}.get({logical!r})",
-            sum(layout.candidate_count(key) for layout in layouts),
-            request_bound(cls),
-        )
-        found = [k for layout in layouts for k in layout.candidates(key)]
-        return list(dict.fromkeys(found))
+        what, bound = f"{cls.__name__}.get({logical!r})", request_bound(cls)
+        check_fan_out(what, max(layout.candidate_count(key) for layout in layouts), bound)
+        if len(layouts) == 1:
+            return layouts[0].candidates(key)
+        found = list(dict.fromkeys(k for layout in layouts for k in layout.candidates(key)))
+        check_fan_out(what, len(found), bound)  # the union's exact size, before any request
+        return found
 
     @classmethod
     def _home_key(cls, hash_key: Any, range_key: Any = None) -> str:

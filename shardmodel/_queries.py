@@ -124,11 +124,8 @@ class Queries(KeyedModel):
         # during a shard count change: the union of both layouts' keys (same time buckets)
         layouts = [layout] if migration is None else migration.read_layouts()
         plans = [[s.query_candidates(key, bounds) for s in lay.strategies] for lay in layouts]
-        check_fan_out(
-            f"{cls.__name__}.query({logical!r})",
-            sum(math.prod(len(c) for c in per_strategy) for per_strategy in plans),
-            request_bound(cls, max_requests),
-        )
+        what, bound = f"{cls.__name__}.query({logical!r})", request_bound(cls, max_requests)
+        check_fan_out(what, max(math.prod(len(c) for c in plan) for plan in plans), bound)
         splits = [
             i
             for i, s in enumerate(layout.strategies)
@@ -143,6 +140,8 @@ class Queries(KeyedModel):
                 physical = lay.readable(logical, segments)  # None: too long to be stored
                 if physical is not None and physical not in groups.get(group, ()):
                     groups.setdefault(group, []).append(physical)
+        if len(layouts) > 1:  # the union's exact size, still before the first request
+            check_fan_out(what, sum(len(g) for g in groups.values()), bound)
         ordered = [groups[g] for g in sorted(groups)]
         return ordered if forward else ordered[::-1]
 

@@ -198,7 +198,7 @@ class PointReads(KeyedModel):
             )
             return result
         candidates = cls._candidate_keys(hash_key, range_key)
-        if len(candidates) != 1:
+        if len(candidates) != 1 or cls._migration() is not None:
             raise UnsupportedOperationError(
                 f"{cls.__name__}: a transaction names exactly one item, but key {hash_key!r} "
                 f"may be on any of {len(candidates)} shards; pass a loaded instance's "

@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         "--grace", type=float, default=5.0, help="seconds between copying and deleting"
     )
     shards.add_argument("--host", help="the DynamoDB endpoint (default: the model's Meta.host)")
+    from shardmodel.migration.cli import add_reshard_parser
+
+    add_reshard_parser(commands)
     return parser
 
 
@@ -92,4 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_demo(writes=args.writes, shards=args.shards, seed=args.seed)
     if args.command == "shards":
         return _shards(args)
+    if args.command == "reshard":
+        from shardmodel.migration.cli import run_reshard
+
+        return run_reshard(args)
     return 0

@@ -235,6 +235,17 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             copies.append(pinned)
         return copies
 
+    def _refuse_in_migration(self) -> None:
+        """Transactions name one key; during a shard count change an item may have two."""
+        migration = self._migration() if self._shard_attribute() is not None else None
+        if migration is not None:
+            raise UnsupportedOperationError(
+                f"{type(self).__name__}: a transaction writes one key, but during the shard "
+                f"count change (phase {migration.state.phase.value}) an item may have two "
+                "copies to keep equal; write outside the transaction, or wait until the "
+                "migration is done"
+            )
+
     def _write_copies(self, delete: bool) -> None:
         """Put (or delete) the item's other copies after the primary write succeeded."""
         for pinned in self._migration_copies(delete):
@@ -266,6 +277,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
                 f"{type(self).__name__} has counters: a transactional PutItem would overwrite "
                 "a shard's share of them; use add() outside the transaction"
             )
+        self._refuse_in_migration()
         result: dict[str, Any] = super().get_save_kwargs_from_instance(
             condition, return_values_on_condition_failure
         )
@@ -326,6 +338,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         add_version_condition: bool = True,
     ) -> dict[str, Any]:
         self._check_actions(actions)
+        self._refuse_in_migration()
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
         result: dict[str, Any] = super().get_update_kwargs_from_instance(
@@ -343,6 +356,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         *,
         add_version_condition: bool = True,
     ) -> dict[str, Any]:
+        self._refuse_in_migration()
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
         result: dict[str, Any] = super().get_delete_kwargs_from_instance(

@@ -19,6 +19,18 @@ class Reading(ShardedModel):
     value = UnicodeAttribute(null=True)
 
 
+class WideReading(ShardedModel):
+    """32 hash shards: the model a shrink to 16 starts from."""
+
+    class Meta:
+        table_name = "reshard-wide-readings"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(32, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+
+
 class Click(ShardedModel):
     """Append-only clicks on random shards."""
 
@@ -26,8 +38,8 @@ class Click(ShardedModel):
         table_name = "reshard-clicks"
         region = "us-east-1"
 
-    page = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(16))
-    at = NumberAttribute(range_key=True)
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(16))
+    seq = NumberAttribute(range_key=True)
     value = UnicodeAttribute(null=True)
 
 
@@ -45,4 +57,4 @@ class DayReading(ShardedModel):
     value = UnicodeAttribute(null=True)
 
 
-MIGRATION_MODELS = (Reading, Click, DayReading)
+MIGRATION_MODELS = (Reading, WideReading, Click, DayReading)

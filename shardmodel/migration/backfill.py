@@ -68,9 +68,9 @@ class Progress:
         self._last_line = float("-inf")
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
 
-    def line(self, scanned: int, changed: int) -> str:
-        """The status text: items, rate and ETA."""
-        elapsed = max(self.clock() - self.started, 1e-9)
+    def line(self, scanned: int, changed: int, now: float) -> str:
+        """The status text at ``now``: items, rate and ETA."""
+        elapsed = max(now - self.started, 1e-9)
         rate = scanned / elapsed
         text = f"{self.label}: {scanned:,} items scanned, {changed:,} changed, {rate:,.0f}/s"
         if self.total:
@@ -82,18 +82,18 @@ class Progress:
 
     def update(self, scanned: int, changed: int, final: bool = False) -> None:
         """Report the counts so far."""
+        now = self.clock()
         if self.tty:
             width = 30
             filled = width if not self.total else int(width * min(scanned / self.total, 1.0))
             bar = "#" * filled + "-" * (width - filled)
             end = "\n" if final else ""
-            self.stream.write(f"\r[{bar}] {self.line(scanned, changed)}{end}")
+            self.stream.write(f"\r[{bar}] {self.line(scanned, changed, now)}{end}")
             self.stream.flush()
             return
-        now = self.clock()
         if final or now - self._last_line >= self.interval:
             self._last_line = now
-            log.info("%s", self.line(scanned, changed))
+            log.info("%s", self.line(scanned, changed, now))
 
 
 def _condition_failed(error: ClientError) -> bool:
@@ -240,7 +240,14 @@ class ScanJob:
         source = raw
         copy = {**source, self.hash_name: {"S": target}, COPY_MARKER: {"S": token}}
         if not self._put(copy, "attribute_not_exists(#k)", {}):
-            return 0  # the application wrote the new key: its write is newer
+            found = self.client.get_item(TableName=self.table, Key=new_key, ConsistentRead=True)
+            left = found.get("Item")
+            if left is None or COPY_MARKER not in left:
+                return 0  # the application wrote the new key: its write is newer
+            # a crashed run's unchecked copy: check it now, as that run would have
+            token = left[COPY_MARKER]["S"]
+            source = {k: v for k, v in left.items() if k != COPY_MARKER}
+            source[self.hash_name] = old_key[self.hash_name]
         self.fault("copied")
         for _ in range(COPY_ROUNDS):
             current = self.client.get_item(TableName=self.table, Key=old_key, ConsistentRead=True)
