@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.operand import Path
 
 from shardmodel._conditions import bounds_of
 from shardmodel._keyed import KeyedModel
@@ -20,6 +21,7 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import PhysicalKey
+from shardmodel.migration.rules import COPY_MARKER
 from shardmodel.query import (
     GroupedQuery,
     MergedQuery,
@@ -235,6 +237,12 @@ class Queries(KeyedModel):
                 "parallel and cannot share one rate limiter; lower parallelism instead"
             )
         forward = scan_index_forward is not False
+        if index_name is None and cls._migration() is not None:
+            # an unchecked backfill copy: its original is read instead
+            unchecked = Path(COPY_MARKER).does_not_exist()
+            filter_condition = (
+                unchecked if filter_condition is None else filter_condition & unchecked
+            )
         groups = cls._query_groups(
             hash_key,
             range_key_condition,

@@ -13,6 +13,7 @@ from shardmodel.errors import (
     DuplicateItemError,
     UnsupportedOperationError,
 )
+from shardmodel.migration.rules import COPY_MARKER
 
 _M = TypeVar("_M", bound="PointReads")
 _RawItem = dict[str, dict[str, Any]]
@@ -69,7 +70,13 @@ class PointReads(KeyedModel):
                 if range_attr is not None:
                     key[range_attr.attr_name] = serialized
                 keys.append(key)
-        raw_items = cls._fetch_raw(keys, consistent_read, cls._with_keys(attributes_to_get))
+        projection = cls._with_keys(attributes_to_get)
+        migrating = cls._migration() is not None
+        if migrating and projection is not None:
+            projection.append(COPY_MARKER)
+        raw_items = cls._fetch_raw(keys, consistent_read, projection)
+        if migrating:  # an unchecked backfill copy: its original is read instead
+            raw_items = [raw for raw in raw_items if COPY_MARKER not in raw]
         by_key: dict[tuple[str, Any], _RawItem] = {}
         for raw in raw_items:
             range_value = (

@@ -24,15 +24,12 @@ from attrs import evolve
 from botocore.exceptions import ClientError
 from pynamodb.models import Model
 
-from shardmodel.migration.rules import ActiveMigration, key_in
+from shardmodel.migration.rules import COPY_MARKER, ActiveMigration, key_in
 from shardmodel.migration.state import MigrationStore, Phase, SegmentProgress
 
 __all__ = ["COPY_MARKER", "Progress", "ScanJob"]
 
 log = logging.getLogger("shardmodel.reshard")
-
-#: The attribute a backfill copy carries until it is checked against the old copy.
-COPY_MARKER = "_shardmodel_copy"
 
 #: How often a copy is refreshed while the application keeps changing the old item.
 COPY_ROUNDS = 5

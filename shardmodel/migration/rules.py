@@ -33,9 +33,20 @@ from shardmodel.keys import KeyLayout, PhysicalKey
 from shardmodel.migration.state import MigrationState, MigrationStore, Phase
 from shardmodel.strategies import HashShards, KeyValues, RandomShards, Segment
 
-__all__ = ["ActiveMigration", "PhaseRules", "ReshardWatch", "follow", "numbered_position"]
+__all__ = [
+    "COPY_MARKER",
+    "ActiveMigration",
+    "PhaseRules",
+    "ReshardWatch",
+    "follow",
+    "numbered_position",
+]
 
 Side = Literal["old", "new"]
+
+#: The attribute a backfill copy carries until it is checked against the old copy; reads
+#: skip such copies (the old copy, if it still exists, is read instead).
+COPY_MARKER = "_shardmodel_copy"
 
 
 @frozen

@@ -11,7 +11,6 @@ logical items.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -196,13 +195,6 @@ class Run:
         assert all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < self.to for i in raw)
 
 
-@pytest.fixture
-def fresh_server() -> Iterator[None]:
-    yield
-    for model in (Reading, WideReading, Click, *(c[1] for c in CASES.values())):
-        unfollow(model)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 @settings(max_examples=12)
 @given(
@@ -210,18 +202,20 @@ def fresh_server() -> Iterator[None]:
     steps=st.lists(STEPS, min_size=5, max_size=40),
 )
 def test_every_interleaving_returns_exactly_the_logical_items(
-    fresh_server: None, case: str, before: list[Any], steps: list[Any]
+    case: str, before: list[Any], steps: list[Any]
 ) -> None:
     first, second, to = CASES[case]
     with mock_dynamodb():
         bind_models([first, second], host=None)
         create_tables([first])
-        run = Run((first, second), to)
-        for step in before:  # written before the migration starts
-            run.step(step)
-        run.start()
-        for step in steps:
-            run.step(step)
-        run.finish()
-        for model in (first, second):
-            unfollow(model)
+        try:
+            run = Run((first, second), to)
+            for step in before:  # written before the migration starts
+                run.step(step)
+            run.start()
+            for step in steps:
+                run.step(step)
+            run.finish()
+        finally:
+            for model in (first, second):
+                unfollow(model)
