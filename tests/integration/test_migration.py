@@ -236,3 +236,51 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     }
     assert {(i["sensor"]["S"].rsplit("#", 1)[0], int(i["seq"]["N"])) for i in raw} == expected
     assert len(raw) == len(expected)  # no copy left behind
+
+
+def test_a_backfill_process_killed_mid_way_resumes(server: str) -> None:
+    """SIGKILL the CLI's backfill after a few checkpoints; a second run finishes it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with Reading.batch_write() as batch:
+        for seq in range(400):
+            batch.save(Reading(sensor="k", seq=seq, value=str(seq)))
+    follow(Reading, cache_seconds=0)
+    operator = Reshard(Reading)
+    operator.start(32, settle_seconds=0)
+    operator.advance()
+    operator.advance()  # backfill
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"],
+        "AWS_DEFAULT_REGION": CREDENTIALS["region"],
+    }
+    command = [sys.executable, "-m", "shardmodel", "reshard", "tests.migration_models:Reading"]
+    command += ["--segments", "1", "--segment", "0", "--page-size", "2"]
+    command += ["--host", Reading.Meta.host]
+    process = subprocess.Popen(command, env=env, cwd=root, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    progress, _ = operator.store.segment("backfill", 1, 0)
+    while progress.scanned < 20 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        progress, _ = operator.store.segment("backfill", 1, 0)
+    process.send_signal(signal.SIGKILL)
+    process.wait(60)
+    assert process.returncode == -signal.SIGKILL
+    progress, _ = operator.store.segment("backfill", 1, 0)
+    assert 20 <= progress.scanned < 400 and not progress.done
+    (resumed,) = operator.run_job(page_size=50)
+    assert resumed.done and resumed.scanned >= 400
+    for _ in operator.steps(32, settle_seconds=0):
+        assert Reading.count("k") == 400
+    assert [i.seq for i in Reading.query("k")] == list(range(400))
+    client = Reading._get_connection().connection.client
+    raw = client.scan(TableName=Reading.Meta.table_name, ConsistentRead=True)["Items"]
+    assert len(raw) == 400 and all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < 32 for i in raw)
