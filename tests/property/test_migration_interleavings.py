@@ -42,12 +42,14 @@ CASES = {
 }
 
 SEQS = st.integers(min_value=0, max_value=11)
+# a phase advance is drawn often, so most runs cross several phases before finish()
 PROCESS = st.integers(min_value=0, max_value=1)
 STEPS = st.one_of(
     st.tuples(st.just("save"), PROCESS, SEQS),
     st.tuples(st.just("delete"), PROCESS, SEQS),
     st.tuples(st.just("update"), PROCESS, SEQS),
     st.tuples(st.just("sync"), PROCESS),
+    st.tuples(st.just("advance")),
     st.tuples(st.just("advance")),
     st.tuples(st.just("scan"), st.integers(min_value=1, max_value=3), st.booleans()),
     st.tuples(st.just("page"), PROCESS),
@@ -168,7 +170,7 @@ class Run:
         got = [(item.seq, item.value) for item in model.query("k")]
         assert got == sorted(self.reference.items()), f"process {process} query"
         assert model.count("k") == len(self.reference), f"process {process} count"
-        for seq in range(12):
+        for seq in (0, 5, 11):  # one-key gets; batch_get below reads every key
             try:
                 value = model.get("k", seq).value
             except model.DoesNotExist:
@@ -196,10 +198,10 @@ class Run:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(
     before=st.lists(st.tuples(st.just("save"), st.just(0), SEQS), max_size=8),
-    steps=st.lists(STEPS, min_size=5, max_size=40),
+    steps=st.lists(STEPS, min_size=5, max_size=25),
 )
 def test_every_interleaving_returns_exactly_the_logical_items(
     case: str, before: list[Any], steps: list[Any]

@@ -427,3 +427,25 @@ def test_transactions_are_refused_while_an_item_may_have_two_copies(
         with TransactWrite(connection=Connection(region="us-east-1")) as transaction:
             transaction.save(item)
     assert Reading.get("k", 1).value == "v"
+
+
+def test_a_done_migration_is_ignored_once_the_code_declares_the_new_count() -> None:
+    from attrs import evolve
+
+    from shardmodel.migration import MigrationState, MigrationStore, ReshardWatch
+
+    done = MigrationState(
+        table="reshard-readings",
+        old_count=16,
+        new_count=32,
+        phase=Phase.DONE,
+        changed_at=0.0,
+        settle_seconds=1.0,
+    )
+    redeployed = ReshardWatch(WideReading, MigrationStore(WideReading))  # declares 32
+    assert redeployed.active(done) is None
+    with pytest.raises(ShardConfigurationError, match="declare 16 until the migration is done"):
+        redeployed.active(evolve(done, phase=Phase.CLEANUP))
+    active = ReshardWatch(Reading, MigrationStore(Reading)).active(done)
+    assert active is not None
+    assert (active.old.strategies[0].n, active.new.strategies[0].n) == (16, 32)  # type: ignore[attr-defined]
