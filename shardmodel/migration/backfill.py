@@ -268,9 +268,7 @@ class ScanJob:
         new_key = self._key(raw, target)
         found = self.client.get_item(TableName=self.table, Key=new_key, ConsistentRead=True)
         if "Item" not in found:
-            log.warning(
-                "cleanup: %s had no copy at %s; copying it before deleting", physical, target
-            )
-            self._put({**raw, self.hash_name: {"S": target}}, "attribute_not_exists(#k)", {})
+            # copied as the backfill copies: a concurrent delete of the item must win
+            self._copy(raw, target)
         self.client.delete_item(TableName=self.table, Key=self._key(raw, physical))
         return 1
