@@ -111,6 +111,8 @@ class ScanJob:
         progress: where progress goes (None: nowhere).
         fault: test hook called with a point name (``"page"``, ``"copied"``,
             ``"checked"``); raising from it simulates a crash there.
+        sleep: how the cleanup waits out the settle time before judging an old copy
+            whose new copy is missing.
     """
 
     def __init__(
@@ -123,8 +125,11 @@ class ScanJob:
         page_size: int = 100,
         progress: Progress | None = None,
         fault: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
+        self.sleep = sleep
+        self._suspects: list[tuple[_RawItem, str]] = []
         self.migration = migration
         self.store = store
         self.job = job
@@ -163,7 +168,7 @@ class ScanJob:
                 request["ExclusiveStartKey"] = progress.checkpoint
             page = self.client.scan(**request)
             items = page.get("Items", [])
-            changed = sum(self._handle(raw) for raw in items)
+            changed = sum(self._handle(raw) for raw in items) + self._settle_suspects()
             self.fault("page")
             following = page.get("LastEvaluatedKey")
             progress = evolve(
@@ -263,12 +268,37 @@ class ScanJob:
         return 1
 
     def _clean(self, raw: _RawItem, target: str) -> int:
-        """Delete an old copy (copying it first if its new copy is somehow missing)."""
+        """Delete an old copy whose new copy exists; set aside one whose new copy is gone."""
         physical = raw[self.hash_name]["S"]
         new_key = self._key(raw, target)
         found = self.client.get_item(TableName=self.table, Key=new_key, ConsistentRead=True)
         if "Item" not in found:
-            # copied as the backfill copies: a concurrent delete of the item must win
-            self._copy(raw, target)
+            self._suspects.append((raw, target))  # being deleted, or a lost copy
+            return 0
         self.client.delete_item(TableName=self.table, Key=self._key(raw, physical))
         return 1
+
+    def _settle_suspects(self) -> int:
+        """Old copies whose new copy was missing, looked at again after the settle time.
+
+        An application delete removes the new key first, then the old one: if the old
+        copy is still there a settle time later (longer than any request), no delete is
+        in flight and the new copy was lost (a crash between a write's two keys), so it is
+        copied back by the backfill's checked protocol before the old copy goes.
+        """
+        if not self._suspects:
+            return 0
+        self.sleep(self.migration.state.settle_seconds)
+        changed = 0
+        for raw, target in self._suspects:
+            old_key = self._key(raw, raw[self.hash_name]["S"])
+            found = self.client.get_item(TableName=self.table, Key=old_key, ConsistentRead=True)
+            current = found.get("Item")
+            if current is None:
+                continue  # the application deleted it
+            log.warning("cleanup: %s had no new copy; copying it first", old_key)
+            self._copy(current, target)
+            self.client.delete_item(TableName=self.table, Key=old_key)
+            changed += 1
+        self._suspects = []
+        return changed

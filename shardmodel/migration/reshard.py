@@ -168,6 +168,7 @@ class Reshard:
         fault: Callable[[str], None] | None = None,
     ) -> list[SegmentProgress]:
         """Run the current phase's job: one segment, or every unfinished one in turn."""
+        sleep = self.clock.sleep
         migration = self.watch.refresh()
         if migration is None:
             raise MigrationConflictError(f"{self.model.__name__}: no migration in progress")
@@ -183,7 +184,9 @@ class Reshard:
                 f"--segment {segment}: the migration scans {total} segments; give 0..{total - 1}"
             )
         return [
-            ScanJob(self.model, migration, self.store, job, i, page_size, progress, fault).run()
+            ScanJob(
+                self.model, migration, self.store, job, i, page_size, progress, fault, sleep
+            ).run()
             for i in chosen
         ]
 
