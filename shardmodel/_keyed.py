@@ -35,6 +35,7 @@ from shardmodel.strategies import ONE_SHARD, DynamicShards, KeyValues, ShardCoun
 if TYPE_CHECKING:
     from shardmodel.directory import ShardDirectory
     from shardmodel.metadata import ShardMetadata
+    from shardmodel.migration.rules import ActiveMigration, ReshardWatch
 
 _M = TypeVar("_M", bound="KeyedModel")
 _RawItem = dict[str, dict[str, Any]]
@@ -56,6 +57,15 @@ class KeyedModel(Model):
     _shard_directory: ClassVar[ShardDirectory | None] = None
     # per instance: the metadata a fresh pick of a dynamic key used (for growth)
     _write_counts: ShardMetadata | None = None
+    # a fixed count's migration watch (shardmodel.migration.follow), and per instance a
+    # key pinned for one extra copy written or deleted during a migration
+    _reshard: ClassVar[ReshardWatch | None] = None
+    _pinned_key: str | None = None
+
+    @classmethod
+    def _migration(cls) -> ActiveMigration | None:
+        """The shard count change in progress, as this process last read it (or None)."""
+        return cls._reshard.current() if cls._reshard is not None else None
 
     # -- the key layout -------------------------------------------------------------
 
@@ -179,12 +189,16 @@ class KeyedModel(Model):
         if cls._range_keyname is not None and range_key is not None:
             values[cls._range_keyname] = range_key
         counts = counts or cls._read_counts(logical)
-        layout = cls._sharded().layout
+        migration = cls._migration()
+        layouts = [cls._sharded().layout] if migration is None else migration.read_layouts()
         key = cls._key_values(logical, values, counts=counts)
-        check_fan_out(
-            f"{cls.__name__}.get({logical!r})", layout.candidate_count(key), request_bound(cls)
-        )
-        return layout.candidates(key)
+        what, bound = f"{cls.__name__}.get({logical!r})", request_bound(cls)
+        check_fan_out(what, max(layout.candidate_count(key) for layout in layouts), bound)
+        if len(layouts) == 1:
+            return layouts[0].candidates(key)
+        found = list(dict.fromkeys(k for layout in layouts for k in layout.candidates(key)))
+        check_fan_out(what, len(found), bound)  # the union's exact size, before any request
+        return found
 
     @classmethod
     def _home_key(cls, hash_key: Any, range_key: Any = None) -> str:
@@ -196,9 +210,16 @@ class KeyedModel(Model):
 
     def _write_key(self) -> str:
         """The physical key this instance is written under; chosen once, then kept."""
+        if self._pinned_key is not None:
+            return self._pinned_key
         attr = self._sharded()
         key = self._instance_key_values()
         existing = self._physical_key
+        migration = self._migration()
+        if migration is not None:
+            known = existing if self._belongs(attr, existing, key.logical_key) else None
+            self._physical_key = migration.primary_key(key, known, attr.rng)
+            return self._physical_key
         directory = self._shard_directory
         if directory is not None and not self._belongs(attr, existing, key.logical_key):
             seen = self._write_counts
@@ -211,9 +232,16 @@ class KeyedModel(Model):
 
     def _stored_key(self) -> str:
         """The physical key of this stored item, for update, delete and refresh."""
+        if self._pinned_key is not None:
+            return self._pinned_key
         attr = self._sharded()
         key = self._instance_key_values()
         existing = self._physical_key
+        migration = self._migration()
+        if migration is not None:
+            known = existing if self._belongs(attr, existing, key.logical_key) else None
+            self._physical_key = migration.stored_key(key, known)
+            return self._physical_key
         if existing is not None and self._belongs(attr, existing, key.logical_key):
             return existing
         if attr.layout.deterministic:
@@ -395,8 +423,17 @@ class KeyedModel(Model):
         """Of one item's copies while a compaction moves it, the one updates go to.
 
         That is the copy on the retired (highest-numbered) shard, the one it was loaded
-        from before the compaction started.
+        from before the compaction started. During a shard count change it is the copy
+        at the item's key in the layout the phase prefers.
         """
+        migration = cls._migration()
+        if migration is not None and len(copies) > 1:
+            attr = cls._sharded()
+            for raw in copies:
+                item = cls.from_raw_data(raw)
+                if migration.is_preferred(item._instance_key_values(), raw[attr.attr_name][STRING]):
+                    return raw
+            return copies[0]
         return copies[0] if len(copies) == 1 else max(copies, key=cls._shard_number)
 
     @classmethod

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.operand import Path
 
 from shardmodel._conditions import bounds_of, check_key_condition, check_paging
 from shardmodel._keyed import KeyedModel
@@ -21,6 +22,7 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import PhysicalKey
+from shardmodel.migration.rules import COPY_MARKER
 from shardmodel.query import (
     GroupedQuery,
     MergedQuery,
@@ -122,31 +124,34 @@ class Queries(KeyedModel):
                     bounds[strategy.on] = time_range
         counts = counts or cls._read_counts(logical, attr)
         key = cls._key_values(logical, values, attr, counts)
-        per_strategy = [s.query_candidates(key, bounds) for s in layout.strategies]
-        check_fan_out(
-            f"{cls.__name__}.query({logical!r})",
-            math.prod(len(c) for c in per_strategy),
-            request_bound(cls, max_requests),
-        )
+        migration = cls._migration() if attr is cls._shard_attribute() else None
+        # during a shard count change: the union of both layouts' keys (same time buckets)
+        layouts = [layout] if migration is None else migration.read_layouts()
+        plans = [[s.query_candidates(key, bounds) for s in lay.strategies] for lay in layouts]
+        what, bound = f"{cls.__name__}.query({logical!r})", request_bound(cls, max_requests)
+        check_fan_out(what, max(math.prod(len(c) for c in plan) for plan in plans), bound)
         splits = [
             i
             for i, s in enumerate(layout.strategies)
             if s.ordered and sort_name is not None and sort_name in s.attributes
         ]
         groups: dict[tuple[int, ...], list[str]] = {}
-        ranges = [range(len(c)) for c in per_strategy]
-        # an ordered strategy may put several segments in one range (OrderedShards'
-        # overflow sub-shards): its group_of names the range, merged within
-        ranks = [getattr(s, "group_of", None) for s in layout.strategies]
-        for combo in itertools.product(*ranges):
-            segments = [per_strategy[i][j] for i, j in enumerate(combo)]
-            group = tuple(
-                combo[i] if ranks[i] is None else ranks[i](segments[i])  # type: ignore[misc]
-                for i in splits
-            )
-            physical = layout.readable(logical, segments)  # None: too long to be stored
-            if physical is not None:
-                groups.setdefault(group, []).append(physical)
+        for lay, per_strategy in zip(layouts, plans, strict=True):
+            ranges = [range(len(c)) for c in per_strategy]
+            # an ordered strategy may put several segments in one range (OrderedShards'
+            # overflow sub-shards): its group_of names the range, merged within
+            ranks = [getattr(s, "group_of", None) for s in lay.strategies]
+            for combo in itertools.product(*ranges):
+                segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+                group = tuple(
+                    combo[i] if ranks[i] is None else ranks[i](segments[i])  # type: ignore[misc]
+                    for i in splits
+                )
+                physical = lay.readable(logical, segments)  # None: too long to be stored
+                if physical is not None and physical not in groups.get(group, ()):
+                    groups.setdefault(group, []).append(physical)
+        if len(layouts) > 1:  # the union's exact size, still before the first request
+            check_fan_out(what, sum(len(g) for g in groups.values()), bound)
         ordered = [groups[g] for g in sorted(groups)]
         return ordered if forward else ordered[::-1]
 
@@ -247,6 +252,12 @@ class Queries(KeyedModel):
             )
         check_paging(limit, page_size)
         forward = scan_index_forward is not False
+        if index_name is None and cls._migration() is not None:
+            # an unchecked backfill copy: its original is read instead
+            unchecked = Path(COPY_MARKER).does_not_exist()
+            filter_condition = (
+                unchecked if filter_condition is None else filter_condition & unchecked
+            )
         groups = cls._query_groups(
             hash_key,
             range_key_condition,
@@ -284,7 +295,8 @@ class Queries(KeyedModel):
             return_consumed_capacity="TOTAL",
             scan_index_forward=scan_index_forward,
         )
-        dynamic = cls._shard_directory is not None and index_name is None
+        moving = cls._shard_directory is not None or cls._migration() is not None
+        dynamic = moving and index_name is None
         sort_key = dynamodb_sort_key(cls._query_attribute(index_name, "range"))
         merged: MergedQuery[Any] = MergedQuery(
             fetch=fetch,
@@ -373,7 +385,8 @@ class Queries(KeyedModel):
         planned = {key for group in groups for key in group}
         # a dynamic key's compaction may have retired shards since: their items moved to
         # live shards, where the cursor's last sort key (see _seen_by) tells seen from not
-        compacted = cls._shard_directory is not None and identity.index is None
+        moving = cls._shard_directory is not None or cls._migration() is not None
+        compacted = moving and identity.index is None
         listed = {p.key for p in cursor.shards}
         if not compacted and listed != planned:
             change = (
@@ -434,9 +447,10 @@ class Queries(KeyedModel):
             return total
         check_paging(limit, None)
         counts = None
-        if cls._shard_directory is not None and index_name is None:
+        migrating = index_name is None and cls._migration() is not None
+        if (cls._shard_directory is not None and index_name is None) or migrating:
             counts = cls._read_counts(cls._check_logical(hash_key))
-            if counts is not None and counts.readable > counts.live:
+            if migrating or (counts is not None and counts.readable > counts.live):
                 # a compaction may hold items on two shards: count the merged query's
                 # items, one per logical item, instead of summing per-shard counts
                 keys = [

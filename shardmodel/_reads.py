@@ -13,6 +13,7 @@ from shardmodel.errors import (
     DuplicateItemError,
     UnsupportedOperationError,
 )
+from shardmodel.migration.rules import COPY_MARKER
 
 _M = TypeVar("_M", bound="PointReads")
 _RawItem = dict[str, dict[str, Any]]
@@ -86,7 +87,13 @@ class PointReads(KeyedModel):
                 if range_attr is not None:
                     key[range_attr.attr_name] = serialized
                 keys.append(key)
-        raw_items = cls._fetch_raw(keys, consistent_read, cls._with_keys(attributes_to_get))
+        projection = cls._with_keys(attributes_to_get)
+        migrating = cls._migration() is not None
+        if migrating and projection is not None:
+            projection.append(COPY_MARKER)
+        raw_items = cls._fetch_raw(keys, consistent_read, projection)
+        if migrating:  # an unchecked backfill copy: its original is read instead
+            raw_items = [raw for raw in raw_items if COPY_MARKER not in raw]
         by_key: dict[tuple[str, Any], _RawItem] = {}
         for raw in raw_items:
             range_value = (
@@ -98,7 +105,8 @@ class PointReads(KeyedModel):
             if hits and cls._counter_names:
                 yield cls._merge_shards([by_key[(p, range_ser)] for p in hits], candidates[0])
                 continue
-            if len(hits) > 1 and cls._shard_directory is not None:  # a compaction copies it
+            moving = cls._shard_directory is not None or cls._migration() is not None
+            if len(hits) > 1 and moving:  # a compaction or a shard count change copies it
                 yield cls._current_copy([by_key[(p, range_ser)] for p in hits])
                 continue
             if len(hits) > 1:
@@ -214,7 +222,7 @@ class PointReads(KeyedModel):
             )
             return result
         candidates = cls._candidate_keys(hash_key, range_key)
-        if len(candidates) != 1:
+        if len(candidates) != 1 or cls._migration() is not None:
             raise UnsupportedOperationError(
                 f"{cls.__name__}: a transaction names exactly one item, but key {hash_key!r} "
                 f"may be on any of {len(candidates)} shards; pass a loaded instance's "

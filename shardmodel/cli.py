@@ -451,6 +451,13 @@ def _boundaries_command(commands: Subparsers) -> None:
     add_boundaries(commands)
 
 
+@command
+def _reshard_command(commands: Subparsers) -> None:
+    from shardmodel.migration.cli import add_reshard_parser
+
+    add_reshard_parser(commands)
+
+
 # -- running -----------------------------------------------------------------------------
 
 

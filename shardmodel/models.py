@@ -7,6 +7,7 @@ goes to the same shard), and read back from every item loaded from the table.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -180,11 +181,15 @@ class ShardedBatchWrite(BatchWrite[_M]):
         if put_item._shard_attribute() is not None:
             put_item._write_key()
         super().save(put_item)
+        for pinned in put_item._migration_copies(delete=False):
+            super().save(pinned)
 
     def delete(self, del_item: _M) -> None:
         if del_item._shard_attribute() is not None:
             del_item._stored_key()
         super().delete(del_item)
+        for pinned in del_item._migration_copies(delete=True):
+            super().delete(pinned)
 
 
 class ShardedModel(Resharding, metaclass=ShardedModelMeta):
@@ -214,7 +219,50 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
 
         if self._shard_directory is not None and self._new_on_shard():
             return self._save_growing(put)
-        return put()
+        result = put()
+        self._write_copies(delete=False)
+        return result
+
+    def _migration_copies(self: _M, delete: bool) -> list[_M]:
+        """During a shard count change: this item pinned to each other key it goes to."""
+        migration = self._migration() if self._shard_attribute() is not None else None
+        if migration is None:
+            return []
+        primary = self._stored_key() if delete else self._write_key()
+        key = self._instance_key_values()
+        others = (migration.delete_keys if delete else migration.mirror_keys)(key, primary)
+        copies = []
+        for other in others:
+            pinned = copy.copy(self)
+            pinned._pinned_key = other
+            copies.append(pinned)
+        return copies
+
+    def _refuse_in_migration(self) -> None:
+        """Transactions name one key; during a shard count change an item may have two."""
+        migration = self._migration() if self._shard_attribute() is not None else None
+        if migration is not None:
+            raise UnsupportedOperationError(
+                f"{type(self).__name__}: a transaction writes one key, but during the shard "
+                f"count change (phase {migration.state.phase.value}) an item may have two "
+                "copies to keep equal; write outside the transaction, or wait until the "
+                "migration is done"
+            )
+
+    def _write_copies(self, delete: bool) -> None:
+        """Put (or delete) the item's other copies after the primary write succeeded."""
+        for pinned in self._migration_copies(delete):
+            attributes = pinned.serialize()  # as stored: the version already counted
+            hash_key = attributes.pop(self._sharded().attr_name)[STRING]
+            range_attr = self._range_key_attribute()
+            range_key = None
+            if range_attr is not None:
+                range_key = attributes.pop(range_attr.attr_name)[range_attr.attr_type]
+            connection = pinned._get_connection()
+            if delete:
+                connection.delete_item(hash_key, range_key=range_key)
+            else:
+                connection.put_item(hash_key, range_key=range_key, attributes=attributes)
 
     def _new_on_shard(self) -> bool:
         """True when this save picks a shard (no stored item of this key is known)."""
@@ -232,6 +280,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
                 f"{type(self).__name__} has counters: a transactional PutItem would overwrite "
                 "a shard's share of them; use add() outside the transaction"
             )
+        self._refuse_in_migration()
         result: dict[str, Any] = super().get_save_kwargs_from_instance(
             condition, return_values_on_condition_failure
         )
@@ -261,6 +310,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         if self._shard_attribute() is not None and isinstance(actions, list):
             condition = self._physical_condition(condition, self._stored_key())
         result = super().update(actions, condition, add_version_condition=add_version_condition)
+        self._write_copies(delete=False)  # the updated item, whole, to its other keys
         if self._counter_names:
             self.refresh(consistent_read=True)  # the response holds one shard's counters only
         return result
@@ -278,7 +328,9 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             return None
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
-        return super().delete(condition, add_version_condition=add_version_condition)
+        result = super().delete(condition, add_version_condition=add_version_condition)
+        self._write_copies(delete=True)
+        return result
 
     def get_update_kwargs_from_instance(
         self,
@@ -289,6 +341,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         add_version_condition: bool = True,
     ) -> dict[str, Any]:
         self._check_actions(actions)
+        self._refuse_in_migration()
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
         result: dict[str, Any] = super().get_update_kwargs_from_instance(
@@ -306,6 +359,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         *,
         add_version_condition: bool = True,
     ) -> dict[str, Any]:
+        self._refuse_in_migration()
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
         result: dict[str, Any] = super().get_delete_kwargs_from_instance(

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from attrs import frozen
 
+from shardmodel.cli import CommandError
 from shardmodel.ordered import default_normalize, normalized_all, sample_cuts
 
 __all__ = ["BoundaryReport", "add_command", "boundary_report", "read_chunks", "read_values"]
@@ -160,8 +161,8 @@ def _column(reader: Iterator[list[str]], column: str | None, path: str) -> tuple
         return int(column), reader
     header = next(reader, [])
     if column not in header:
-        raise SystemExit(
-            f"shardmodel boundaries: {path} has no column {column!r}; its header is "
+        raise CommandError(
+            f"{path} has no column {column!r}; its header is "
             f"{header[:10]}; give a header name or a 0-based index"
         )
     return header.index(column), reader
@@ -195,17 +196,17 @@ def format_report(report: BoundaryReport) -> str:
 def run(args: argparse.Namespace) -> int:
     """The ``boundaries`` command."""
     if args.shards < 1:
-        raise SystemExit("shardmodel boundaries: --shards must be at least 1")
+        raise CommandError("--shards must be at least 1")
     if args.prefix < 1:
-        raise SystemExit("shardmodel boundaries: --prefix must be at least 1")
+        raise CommandError("--prefix must be at least 1")
     try:
         chunks = read_chunks(args.file, args.column, args.delimiter, progress=sys.stderr)
         values = itertools.chain.from_iterable(chunks)
         report = boundary_report(values, args.shards, args.prefix)
     except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise SystemExit(f"shardmodel boundaries: cannot read {args.file}: {error}") from None
+        raise CommandError(f"cannot read {args.file}: {error}") from None
     if not report.values:
-        raise SystemExit(f"shardmodel boundaries: {args.file} holds no values")
+        raise CommandError(f"{args.file} holds no values")
     print(format_report(report))
     return 0
 

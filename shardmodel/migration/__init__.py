@@ -1,0 +1,37 @@
+"""Changing a fixed shard count online: phases, the state table, backfill and cleanup.
+
+See the resharding runbook (docs/resharding.rst). Every process that reads or writes
+the model calls :func:`follow` once; an operator drives the phases with
+:class:`Reshard` or ``shardmodel reshard module:Model --to N``.
+"""
+
+from shardmodel.migration.backfill import COPY_MARKER, Progress, ScanJob
+from shardmodel.migration.reshard import Estimate, Reshard
+from shardmodel.migration.rules import ActiveMigration, PhaseRules, ReshardWatch, follow, unfollow
+from shardmodel.migration.state import (
+    PHASES,
+    MigrationConflictError,
+    MigrationState,
+    MigrationStore,
+    Phase,
+    SegmentProgress,
+)
+
+__all__ = [
+    "COPY_MARKER",
+    "PHASES",
+    "ActiveMigration",
+    "Estimate",
+    "MigrationConflictError",
+    "MigrationState",
+    "MigrationStore",
+    "Phase",
+    "PhaseRules",
+    "Progress",
+    "Reshard",
+    "ReshardWatch",
+    "ScanJob",
+    "SegmentProgress",
+    "follow",
+    "unfollow",
+]

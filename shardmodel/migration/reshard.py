@@ -1,0 +1,272 @@
+"""The operator's side of a shard count change: start, advance, backfill, clean up, plan."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+
+from attrs import evolve, frozen
+from pynamodb.models import Model
+
+from shardmodel._time import Clock, SystemClock
+from shardmodel.errors import ShardConfigurationError
+from shardmodel.migration.backfill import Progress, ScanJob
+from shardmodel.migration.rules import (
+    ReshardWatch,
+    check_reshardable,
+    numbered_position,
+    shard_count,
+)
+from shardmodel.migration.state import (
+    PHASES,
+    MigrationConflictError,
+    MigrationState,
+    MigrationStore,
+    Phase,
+    SegmentProgress,
+)
+from shardmodel.strategies import MAX_SHARDS, RandomShards
+
+__all__ = ["Estimate", "Reshard"]
+
+#: Phases that end with a scan job; the next phase waits for every segment to finish.
+JOBS = {Phase.BACKFILL: "backfill", Phase.CLEANUP: "cleanup"}
+
+
+@frozen
+class Estimate:
+    """What a migration will cost, from DescribeTable's (roughly 6-hourly) counts.
+
+    Attributes:
+        items: the table's item count.
+        avg_item_bytes: its mean item size.
+        moving: the items whose key changes (copied by the backfill, deleted by cleanup).
+        requests: the migration's own requests (scans, copies, checks, deletes).
+        read_units: read capacity units they consume.
+        write_units: write capacity units they consume.
+    """
+
+    items: int
+    avg_item_bytes: float
+    moving: int
+    requests: int
+    read_units: float
+    write_units: float
+
+
+def moving_fraction(strategy: object, old: int, new: int) -> float:
+    """The share of items whose shard number changes from ``old`` to ``new`` shards."""
+    if isinstance(strategy, RandomShards):
+        return 0.0 if new >= old else 1 - new / old
+    period = math.lcm(old, new)
+    return sum(1 for h in range(period) if h % old != h % new) / period
+
+
+class Reshard:
+    """Change a model's fixed shard count online, one phase at a time.
+
+    Args:
+        model: the model, declaring the current (old) count.
+        clock: epoch seconds and sleeping (inject a simulated clock in tests).
+        table_name: the migration state table (default ``<main table>-reshard``).
+    """
+
+    def __init__(
+        self, model: type[Model], clock: Clock | None = None, table_name: str | None = None
+    ) -> None:
+        check_reshardable(model)
+        self.model = model
+        self.clock = clock or SystemClock()
+        self.store = MigrationStore(model, table_name)
+        self.watch = ReshardWatch(model, self.store, cache_seconds=0, clock=self.clock)
+
+    # -- state --------------------------------------------------------------------------
+
+    def status(self) -> MigrationState | None:
+        """The migration state, read strongly consistent (None: no migration)."""
+        return self.store.read()
+
+    def _required(self) -> MigrationState:
+        state = self.status()
+        if state is None:
+            raise MigrationConflictError(
+                f"{self.model.__name__}: no migration in progress; start one with --to N"
+            )
+        return state
+
+    def start(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> MigrationState:
+        """Begin a change to ``to`` shards: phase prepare."""
+        name = self.model.__name__
+        layout = self.model._sharded().layout  # type: ignore[attr-defined]
+        old = shard_count(name, layout)
+        if isinstance(to, bool) or not isinstance(to, int) or not 1 <= to <= MAX_SHARDS:
+            raise ShardConfigurationError(
+                f"reshard --to {to!r}: give a shard count between 1 and {MAX_SHARDS}"
+            )
+        if to == old:
+            raise ShardConfigurationError(f"{name} already has {old} shards; nothing to do")
+        numbered = layout.strategies[numbered_position(name, layout)]
+        if isinstance(numbered, RandomShards) and to < old:
+            raise ShardConfigurationError(
+                f"{name}: shrinking RandomShards ({old} -> {to}) is not supported yet: an item "
+                "on a retired shard has no single new shard; use HashShards, or keep the count"
+            )
+        if segments < 1 or settle_seconds < 0:
+            raise ShardConfigurationError(
+                "reshard: --segments must be at least 1 and the settle time 0 or more seconds"
+            )
+        self.store.ensure_table()
+        if self.status() is not None:
+            raise MigrationConflictError(
+                f"{name}: a migration is already in progress; see reshard --status"
+            )
+        state = MigrationState(
+            table=self.model.Meta.table_name,
+            old_count=old,
+            new_count=to,
+            phase=Phase.PREPARE,
+            changed_at=self.clock.now(),
+            settle_seconds=settle_seconds,
+            segments=segments,
+        )
+        return self.store.write(state)
+
+    def settle_left(self, state: MigrationState) -> float:
+        """Seconds until the next phase may start (every process has seen this one)."""
+        return max(0.0, state.changed_at + state.settle_seconds - self.clock.now())
+
+    def job_progress(self, state: MigrationState) -> list[SegmentProgress]:
+        """Every segment's progress of the current phase's job (empty without a job)."""
+        job = JOBS.get(state.phase)
+        return [] if job is None else self.store.progress(job, state.segments)
+
+    def advance(self) -> MigrationState:
+        """Move to the next phase once this one has settled and its job has finished."""
+        state = self._required()
+        if state.phase == Phase.DONE:
+            raise MigrationConflictError("the migration is done; declare the new count")
+        left = self.settle_left(state)
+        if left > 0:
+            raise MigrationConflictError(
+                f"phase {state.phase.value} started {state.settle_seconds - left:.0f}s ago; "
+                f"wait {left:.0f}s more so every process has seen it (settle_seconds)"
+            )
+        unfinished = [p.segment for p in self.job_progress(state) if not p.done]
+        if unfinished:
+            raise MigrationConflictError(
+                f"the {JOBS[state.phase]} has not finished segments {unfinished}; run them "
+                "(reshard --step, or --segments N --segment i on each host)"
+            )
+        following = PHASES[PHASES.index(state.phase) + 1]
+        return self.store.write(evolve(state, phase=following, changed_at=self.clock.now()))
+
+    def run_job(
+        self,
+        segment: int | None = None,
+        page_size: int = 100,
+        progress: Progress | None = None,
+        fault: Callable[[str], None] | None = None,
+    ) -> list[SegmentProgress]:
+        """Run the current phase's job: one segment, or every unfinished one in turn."""
+        sleep = self.clock.sleep
+        migration = self.watch.refresh()
+        if migration is None:
+            raise MigrationConflictError(f"{self.model.__name__}: no migration in progress")
+        job = JOBS.get(migration.state.phase)
+        if job is None:
+            raise MigrationConflictError(
+                f"phase {migration.state.phase.value} has no backfill or cleanup to run"
+            )
+        total = migration.state.segments
+        chosen = range(total) if segment is None else [segment]
+        if segment is not None and not 0 <= segment < total:
+            raise ShardConfigurationError(
+                f"--segment {segment}: the migration scans {total} segments; give 0..{total - 1}"
+            )
+        return [
+            ScanJob(
+                self.model, migration, self.store, job, i, page_size, progress, fault, sleep
+            ).run()
+            for i in chosen
+        ]
+
+    def finish(self) -> None:
+        """Remove the migration state once done (after the code declares the new count)."""
+        state = self._required()
+        if state.phase != Phase.DONE:
+            raise MigrationConflictError(
+                f"the migration is in phase {state.phase.value}; finish it before removing it"
+            )
+        self.store.remove()
+
+    def steps(
+        self, to: int, settle_seconds: float = 30.0, segments: int = 1, page_size: int = 100
+    ) -> Iterator[MigrationState]:
+        """Every step to ``to`` shards, waiting out each settle time; yields each state."""
+        state = self.status() or self.start(to, settle_seconds, segments)
+        if state.new_count != to:
+            raise MigrationConflictError(
+                f"a migration to {state.new_count} shards is in progress, not to {to}"
+            )
+        yield state
+        while state.phase != Phase.DONE:
+            if state.phase in JOBS:
+                total = self.estimate().items // max(state.segments, 1) or None
+                self.run_job(page_size=page_size, progress=Progress(JOBS[state.phase], total))
+            self.clock.sleep(self.settle_left(state))
+            state = self.advance()
+            yield state
+
+    # -- the plan -----------------------------------------------------------------------
+
+    def estimate(self, to: int | None = None) -> Estimate:
+        """The cost of the migration to ``to`` shards (default: the one in progress)."""
+        name = self.model.__name__
+        layout = self.model._sharded().layout  # type: ignore[attr-defined]
+        old = shard_count(name, layout)
+        if to is None:
+            to = self._required().new_count
+        table = self.model._get_connection().describe_table()
+        items = int(table.get("ItemCount", 0))
+        size = int(table.get("TableSizeBytes", 0))
+        avg = size / items if items else 0.0
+        numbered = layout.strategies[numbered_position(name, layout)]
+        moving = round(items * moving_fraction(numbered, old, to))
+        pages = math.ceil(items / 100) if items else 1
+        read_unit = max(1, math.ceil(avg / 4096)) if items else 1
+        write_unit = max(1, math.ceil(avg / 1024)) if items else 1
+        scan_units = 2 * math.ceil(size / 4096)  # two consistent scans: backfill, cleanup
+        return Estimate(
+            items=items,
+            avg_item_bytes=avg,
+            moving=moving,
+            # scans; per moved item: put, get, marker removal (backfill); get, delete (cleanup)
+            requests=2 * pages + 5 * moving,
+            read_units=scan_units + 2 * moving * read_unit,
+            write_units=3 * moving * write_unit,
+        )
+
+    def plan(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> str:
+        """The dry-run text: the phases to ``to`` shards and what they will cost."""
+        name = self.model.__name__
+        old = shard_count(name, self.model._sharded().layout)  # type: ignore[attr-defined]
+        cost = self.estimate(to)
+        lines = [
+            f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} shards, "
+            f"{segments} scan segment(s), {settle_seconds:g}s settle between phases",
+            "",
+            "  1. prepare     deletes reach both layouts; reads cover both",
+            "  2. dual_write  writes go to the old and the new key",
+            f"  3. backfill    copy {cost.moving:,} of ~{cost.items:,} items to their new keys",
+            "  4. read_new    reads prefer the new copy; writes still reach both",
+            "  5. new_only    writes go to the new keys only",
+            f"  6. cleanup     delete the {cost.moving:,} old copies",
+            f"  7. done        declare {to} shards in the code, then reshard --finish",
+            "",
+            f"estimate: ~{cost.requests:,} requests, {cost.read_units:,.0f} RCU, "
+            f"{cost.write_units:,.0f} WCU (items of ~{cost.avg_item_bytes:,.0f} bytes); "
+            "application writes cost twice during dual_write..read_new, and reads cover "
+            f"{max(old, to)} shards until done",
+            f"shortest duration: {6 * settle_seconds:g}s of settling plus the two scans",
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,271 @@
+"""What each phase of a shard count change means for a model's writes and reads.
+
+A process learns the phase from the migration state table through a
+:class:`ReshardWatch` (cached for ``cache_seconds``). The rules of each phase are
+chosen so that a process one phase behind is still correct (see the runbook):
+
+======== ============== ============== ========== ===========
+phase    writes         deletes        reads      prefer copy
+======== ============== ============== ========== ===========
+prepare  old            old + new      old + new  old
+dual     old, then new  old + new      old + new  old
+backfill old, then new  old + new      old + new  old
+read_new new, then old  old + new      old + new  new
+new_only new            old + new      old + new  new
+cleanup  new            old + new      old + new  new
+done     new            new            new        new
+======== ============== ============== ========== ===========
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Sequence
+from typing import Literal
+
+from attrs import evolve, frozen
+from pynamodb.models import Model
+
+from shardmodel._time import Clock, SystemClock
+from shardmodel.errors import ShardConfigurationError, UnknownShardError
+from shardmodel.keys import KeyLayout, PhysicalKey
+from shardmodel.migration.state import MigrationState, MigrationStore, Phase
+from shardmodel.strategies import HashShards, KeyValues, RandomShards, Segment
+
+__all__ = [
+    "COPY_MARKER",
+    "ActiveMigration",
+    "PhaseRules",
+    "ReshardWatch",
+    "follow",
+    "numbered_position",
+]
+
+Side = Literal["old", "new"]
+
+#: The attribute a backfill copy carries until it is checked against the old copy; reads
+#: skip such copies (the old copy, if it still exists, is read instead).
+COPY_MARKER = "_shardmodel_copy"
+
+
+@frozen
+class PhaseRules:
+    """Which layouts a phase writes, deletes and reads, and which copy a read keeps."""
+
+    writes: tuple[Side, ...]
+    deletes: tuple[Side, ...]
+    reads: tuple[Side, ...]
+    prefer_new: bool
+
+
+_BOTH: tuple[Side, ...] = ("old", "new")
+RULES: dict[Phase, PhaseRules] = {
+    Phase.PREPARE: PhaseRules(("old",), _BOTH, _BOTH, False),
+    Phase.DUAL_WRITE: PhaseRules(_BOTH, _BOTH, _BOTH, False),
+    Phase.BACKFILL: PhaseRules(_BOTH, _BOTH, _BOTH, False),
+    Phase.READ_NEW: PhaseRules(("new", "old"), _BOTH, _BOTH, True),
+    Phase.NEW_ONLY: PhaseRules(("new",), _BOTH, _BOTH, True),
+    Phase.CLEANUP: PhaseRules(("new",), _BOTH, _BOTH, True),
+    Phase.DONE: PhaseRules(("new",), ("new",), ("new",), True),
+}
+
+
+def numbered_position(model_name: str, layout: KeyLayout) -> int:
+    """The position of the one fixed numbered strategy (HashShards or RandomShards)."""
+    found = [i for i, s in enumerate(layout.strategies) if isinstance(s, HashShards | RandomShards)]
+    if len(found) != 1:
+        raise ShardConfigurationError(
+            f"{model_name}: a shard count change needs exactly one HashShards or RandomShards "
+            f"in the partition key's strategies, found {len(found)}; DynamicShards keys "
+            "change their counts by themselves"
+        )
+    return found[0]
+
+
+def resized_layout(model_name: str, layout: KeyLayout, count: int) -> KeyLayout:
+    """``layout`` with its numbered strategy's count set to ``count``."""
+    position = numbered_position(model_name, layout)
+    strategies = list(layout.strategies)
+    strategies[position] = evolve(strategies[position], n=count)  # type: ignore[misc]
+    return evolve(layout, strategies=tuple(strategies))
+
+
+def shard_count(model_name: str, layout: KeyLayout) -> int:
+    """The count of the layout's numbered strategy."""
+    strategy = layout.strategies[numbered_position(model_name, layout)]
+    return int(strategy.n)  # type: ignore[attr-defined]
+
+
+def key_in(layout: KeyLayout, key: KeyValues, physical: str) -> str:
+    """The item's key in ``layout``: deterministic segments recomputed, random ones kept."""
+    _, texts = layout.split(physical)
+    segments: list[Segment] = []
+    rng = random.Random(0)  # unused: deterministic strategies ignore it
+    for strategy, text in zip(layout.strategies, texts, strict=True):
+        segments.append(strategy.pick(key, rng) if strategy.deterministic else text)
+    return PhysicalKey(layout.compose(key.logical_key, segments))
+
+
+@frozen
+class ActiveMigration:
+    """A migration in progress as one process sees it: its state and both layouts."""
+
+    state: MigrationState
+    old: KeyLayout
+    new: KeyLayout
+
+    @property
+    def rules(self) -> PhaseRules:
+        return RULES[self.state.phase]
+
+    def layout(self, side: Side) -> KeyLayout:
+        return self.old if side == "old" else self.new
+
+    def read_layouts(self) -> list[KeyLayout]:
+        """The layouts a read covers (their keys' union)."""
+        return [self.layout(side) for side in self.rules.reads]
+
+    def primary_key(self, key: KeyValues, existing: str | None, rng: random.Random) -> str:
+        """The key a write goes to first (an update's or a conditional save's key)."""
+        layout = self.layout(self.rules.writes[0])
+        if existing is not None:
+            return key_in(layout, key, existing)
+        return layout.pick(key, rng)
+
+    def stored_key(self, key: KeyValues, existing: str | None) -> str:
+        """The primary key of a stored item (random items must have been loaded)."""
+        layout = self.layout(self.rules.writes[0])
+        if existing is None and not layout.deterministic:
+            raise UnknownShardError(
+                f"key {key.logical_key!r} has no known shard: its strategy is random and this "
+                "instance was neither loaded nor saved; load it with get(...) first"
+            )
+        return self.primary_key(key, existing, random.Random(0))
+
+    def mirror_keys(self, key: KeyValues, primary: str) -> list[str]:
+        """The other keys a write of the item at ``primary`` also goes to."""
+        return self._others(self.rules.writes, key, primary)
+
+    def delete_keys(self, key: KeyValues, primary: str) -> list[str]:
+        """The other keys a delete of the item at ``primary`` also removes."""
+        return self._others(self.rules.deletes, key, primary)
+
+    def _others(self, sides: Sequence[Side], key: KeyValues, primary: str) -> list[str]:
+        keys = [key_in(self.layout(side), key, primary) for side in sides]
+        return [k for k in dict.fromkeys(keys) if k != primary]
+
+    def is_preferred(self, key: KeyValues, physical: str) -> bool:
+        """True when ``physical`` is the item's key in the layout reads prefer."""
+        layout = self.new if self.rules.prefer_new else self.old
+        return key_in(layout, key, physical) == physical
+
+    def is_moved(self, key: KeyValues, physical: str) -> tuple[bool, str]:
+        """Whether the item at ``physical`` (an old key) has another new key, and that key."""
+        target = key_in(self.new, key, physical)
+        return target != physical, target
+
+
+class ReshardWatch:
+    """One process's view of a model's migration state, cached for ``cache_seconds``.
+
+    Args:
+        model: the model (its declared layout is the old one until the code changes).
+        store: the migration state table access.
+        cache_seconds: how long a read state is reused; must stay below the migration's
+            ``settle_seconds`` minus the longest request, so a process lags at most one
+            phase.
+        clock: epoch seconds (inject a simulated clock in tests).
+    """
+
+    def __init__(
+        self,
+        model: type[Model],
+        store: MigrationStore,
+        cache_seconds: float = 5.0,
+        clock: Clock | None = None,
+    ) -> None:
+        self.model = model
+        self.store = store
+        self.cache_seconds = cache_seconds
+        self.clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._cached: tuple[float, ActiveMigration | None] | None = None
+
+    def current(self) -> ActiveMigration | None:
+        """The migration in progress (None: none), from the cache when fresh enough."""
+        with self._lock:
+            cached = self._cached
+        if cached is not None and self.clock.now() - cached[0] < self.cache_seconds:
+            return cached[1]
+        return self.refresh()
+
+    def refresh(self) -> ActiveMigration | None:
+        """Read the state table now (strongly consistent) and cache what it says."""
+        now = self.clock.now()
+        found = self.active(self.store.read())
+        with self._lock:
+            self._cached = (now, found)
+        return found
+
+    def active(self, state: MigrationState | None) -> ActiveMigration | None:
+        """The migration ``state`` describes for this model's declared layout."""
+        if state is None:
+            return None
+        name = self.model.__name__
+        declared: KeyLayout = self.model._sharded().layout  # type: ignore[attr-defined]
+        count = shard_count(name, declared)
+        if state.phase == Phase.DONE and count == state.new_count:
+            return None  # finished, and the code already declares the new count
+        if count != state.old_count:
+            raise ShardConfigurationError(
+                f"{name} declares {count} shards, but the migration of table {state.table!r} "
+                f"moves {state.old_count} -> {state.new_count} (phase {state.phase.value}); "
+                f"declare {state.old_count} until the migration is done, then "
+                f"{state.new_count}"
+            )
+        old = resized_layout(name, declared, state.old_count)
+        return ActiveMigration(state, old, resized_layout(name, declared, state.new_count))
+
+
+def check_reshardable(model: type[Model]) -> None:
+    """Refuse models a shard count change does not support yet, naming what to change."""
+    name = model.__name__
+    attr = getattr(model, "_shard_attribute", lambda: None)()
+    if attr is None:
+        raise ShardConfigurationError(f"{name}: no sharded partition key to reshard")
+    numbered = attr.layout.strategies[numbered_position(name, attr.layout)]
+    if getattr(model, "_counter_names", ()):
+        raise ShardConfigurationError(
+            f"{name}: resharding a counter model is not supported yet (its counters are "
+            "spread over the shards by design); create a new table and roll the counters up"
+        )
+    if getattr(model, "_indexes", None):
+        raise ShardConfigurationError(
+            f"{name}: resharding a model with secondary indexes is not supported yet (an "
+            "item's two copies would both show in index queries)"
+        )
+    if isinstance(numbered, RandomShards) and not attr.layout.deterministic:
+        return
+
+
+def follow(
+    model: type[Model],
+    cache_seconds: float = 5.0,
+    clock: Clock | None = None,
+    table_name: str | None = None,
+) -> ReshardWatch:
+    """Make ``model`` follow its table's migration state (call it in every process).
+
+    Reads and writes then obey the current phase's rules. Returns the watch (its
+    ``refresh()`` forces a fresh read).
+    """
+    check_reshardable(model)
+    watch = ReshardWatch(model, MigrationStore(model, table_name), cache_seconds, clock)
+    model._reshard = watch  # type: ignore[attr-defined]
+    return watch
+
+
+def unfollow(model: type[Model]) -> None:
+    """Stop following the migration state (after the code declares the new count)."""
+    model._reshard = None  # type: ignore[attr-defined]

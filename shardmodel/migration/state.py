@@ -1,0 +1,224 @@
+"""The migration state table: one item per resharded table, one per backfill segment.
+
+Every process reads the same item, so every writer and reader switches phase together
+(within its cache time). Items are ``{id: S, body: S (JSON), version: N}``; the body is
+a frozen attrs value (un)structured with cattrs, and every change is a conditional write
+on the version read, so two operators cannot advance one migration twice.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
+
+import cattrs
+from attrs import evolve, frozen
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.exceptions import GetError, PutError, TableDoesNotExist
+from pynamodb.models import Model
+
+from shardmodel.errors import ShardModelError
+from shardmodel.metadata import MIRRORED_META
+from shardmodel.retry import is_condition_failure
+
+__all__ = [
+    "PHASES",
+    "MigrationConflictError",
+    "MigrationState",
+    "MigrationStore",
+    "Phase",
+    "SegmentProgress",
+]
+
+
+class MigrationConflictError(ShardModelError, RuntimeError):
+    """Another process changed the migration state first, or the step is not allowed now."""
+
+
+class Phase(str, Enum):
+    """The phases of a shard count change, in order (see the resharding runbook)."""
+
+    PREPARE = "prepare"  # deletes reach both layouts; reads cover both
+    DUAL_WRITE = "dual_write"  # writes go to old and new keys
+    BACKFILL = "backfill"  # the backfill copies old-only items to their new keys
+    READ_NEW = "read_new"  # reads prefer the new copy; writes still reach both
+    NEW_ONLY = "new_only"  # writes go to the new keys only
+    CLEANUP = "cleanup"  # the cleanup deletes the old copies
+    DONE = "done"  # reads and writes use the new layout only
+
+
+#: Every phase in order.
+PHASES: tuple[Phase, ...] = tuple(Phase)
+
+
+@frozen
+class MigrationState:
+    """One table's shard count change, as every process reads it.
+
+    Attributes:
+        table: the main table.
+        old_count: the shard count the model declares (and the table holds) at the start.
+        new_count: the shard count it moves to.
+        phase: the current phase.
+        changed_at: epoch seconds of the last phase change.
+        settle_seconds: the least time between two phase changes: longer than any
+            process's state cache plus its longest request, so no process lags by two.
+        segments: how many parallel scan segments the backfill and cleanup use.
+        version: the optimistic-lock counter (set by the store).
+    """
+
+    table: str
+    old_count: int
+    new_count: int
+    phase: Phase
+    changed_at: float
+    settle_seconds: float
+    segments: int = 1
+    version: int = 0
+
+    def at(self, phase: Phase) -> bool:
+        """True when the migration has reached ``phase`` (or a later one)."""
+        return PHASES.index(self.phase) >= PHASES.index(phase)
+
+
+@frozen
+class SegmentProgress:
+    """One scan segment's progress in a backfill or cleanup job.
+
+    Attributes:
+        job: ``"backfill"`` or ``"cleanup"``.
+        segments: the total segments of the scan.
+        segment: this segment's number (0-based).
+        checkpoint: the ExclusiveStartKey to resume after (None: from the start).
+        scanned: items read so far.
+        changed: items copied (backfill) or deleted (cleanup) so far.
+        done: True once the segment's scan has finished.
+        updated_at: epoch seconds of the last checkpoint.
+    """
+
+    job: str
+    segments: int
+    segment: int
+    checkpoint: dict[str, dict[str, Any]] | None = None
+    scanned: int = 0
+    changed: int = 0
+    done: bool = False
+    updated_at: float = 0.0
+
+
+_converter = cattrs.Converter()
+
+
+def state_model(table_name: str, meta: Any) -> type[Model]:
+    """The PynamoDB model of a migration state table; ``meta`` lends endpoint and keys."""
+    settings: dict[str, Any] = {"table_name": table_name, "billing_mode": "PAY_PER_REQUEST"}
+    for option in MIRRORED_META:
+        if hasattr(meta, option):
+            settings[option] = getattr(meta, option)
+    namespace: dict[str, Any] = {
+        "Meta": type("Meta", (), settings),
+        "id": UnicodeAttribute(hash_key=True),
+        "body": UnicodeAttribute(),
+        "version": NumberAttribute(),
+    }
+    return type("MigrationStateItem", (Model,), namespace)
+
+
+class MigrationStore:
+    """Reads and writes one model's migration state (table ``<main table>-reshard``)."""
+
+    def __init__(self, model: type[Model], table_name: str | None = None) -> None:
+        self.model = model
+        self.table = model.Meta.table_name
+        self.table_name = table_name or f"{self.table}-reshard"
+        self.item_model = state_model(self.table_name, model.Meta)
+
+    def items(self) -> type[Model]:
+        """The state item model, following the main model's endpoint and credentials."""
+        meta, mine = self.model.Meta, self.item_model.Meta
+        for option in MIRRORED_META:
+            value = getattr(meta, option, None)
+            if getattr(mine, option, None) != value:
+                setattr(mine, option, value)
+                self.item_model._connection = None
+        return self.item_model
+
+    def ensure_table(self) -> None:
+        """Create the state table (on-demand) if it does not exist."""
+        items = self.items()
+        if not items.exists():
+            items.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+
+    def _get(self, key: str) -> tuple[dict[str, Any], int] | None:
+        items = self.items()
+        try:
+            item = items.get(key, consistent_read=True)
+        except (items.DoesNotExist, TableDoesNotExist):  # no table: no migration
+            return None
+        except GetError as error:
+            if getattr(error, "cause_response_code", None) == "ResourceNotFoundException":
+                return None
+            raise
+        return json.loads(item.body), int(item.version)  # type: ignore[attr-defined]
+
+    def _put(self, key: str, body: dict[str, Any], version: int) -> None:
+        """Write ``body`` at ``version + 1`` if the stored version is still ``version``."""
+        items = self.items()
+        item = items(key, body=json.dumps(body, sort_keys=True), version=version + 1)
+        condition = (
+            items.id.does_not_exist()  # type: ignore[attr-defined]
+            if version == 0
+            else items.version == version  # type: ignore[attr-defined]
+        )
+        try:
+            item.save(condition=condition)
+        except PutError as error:
+            if is_condition_failure(error):
+                raise MigrationConflictError(
+                    f"the migration state {key!r} changed since it was read (another "
+                    "operator or process); read it again and retry the step"
+                ) from None
+            raise
+
+    def read(self) -> MigrationState | None:
+        """The table's migration state, read strongly consistent (None: no migration)."""
+        found = self._get(self.table)
+        if found is None:
+            return None
+        body, version = found
+        return evolve(_converter.structure(body, MigrationState), version=version)
+
+    def write(self, state: MigrationState) -> MigrationState:
+        """Store ``state`` if nobody changed it since it was read; returns the stored one."""
+        body = _converter.unstructure(evolve(state, version=0))
+        self._put(self.table, body, state.version)
+        return evolve(state, version=state.version + 1)
+
+    def remove(self) -> None:
+        """Delete the migration state and every segment's progress."""
+        items = self.items()
+        for item in items.scan():
+            if item.id == self.table or item.id.startswith(f"{self.table}#"):  # type: ignore[attr-defined]
+                item.delete()
+
+    def _segment_id(self, job: str, segments: int, segment: int) -> str:
+        return f"{self.table}#{job}#{segments}#{segment}"
+
+    def segment(self, job: str, segments: int, segment: int) -> tuple[SegmentProgress, int]:
+        """A segment's progress and its version (a fresh one at version 0)."""
+        found = self._get(self._segment_id(job, segments, segment))
+        if found is None:
+            return SegmentProgress(job=job, segments=segments, segment=segment), 0
+        body, version = found
+        return _converter.structure(body, SegmentProgress), version
+
+    def save_segment(self, progress: SegmentProgress, version: int) -> int:
+        """Checkpoint a segment; returns its new version."""
+        key = self._segment_id(progress.job, progress.segments, progress.segment)
+        self._put(key, _converter.unstructure(progress), version)
+        return version + 1
+
+    def progress(self, job: str, segments: int) -> list[SegmentProgress]:
+        """Every segment's progress of a job (segments never started read as fresh)."""
+        return [self.segment(job, segments, i)[0] for i in range(segments)]

@@ -1,0 +1,286 @@
+"""A shard count change under concurrent load: writers, readers and the migration at once.
+
+Runs on a moto server and on dynalite. Every phase is crossed while writers save, update
+and delete, readers get, query and count, and a slow reader pages through a key with
+cursors that cross phases; the backfill is killed mid-way and resumed once.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shardmodel.migration import Phase, Reshard, follow, unfollow
+from shardmodel.migration.reshard import JOBS
+from shardmodel.testing import bind_models, create_tables, drop_tables
+from tests.integration.conftest import CREDENTIALS
+from tests.migration_models import MIGRATION_MODELS, Reading, WideReading
+
+KEYS = ("a", "b", "c")
+STABLE = range(40)
+#: Every phase lasts at least this long: far above the processes' 0.2 s state cache.
+SETTLE = 3.0
+#: The most a run may take on a loaded machine before the test gives up.
+DEADLINE = 900.0
+
+
+@pytest.fixture(params=["moto", "dynalite"])
+def server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The migration models bound to one server with fresh tables."""
+    url = request.getfixturevalue(f"{request.param}_url")
+    bind_models(MIGRATION_MODELS, host=url, **CREDENTIALS)
+    drop_tables(MIGRATION_MODELS)
+    create_tables(MIGRATION_MODELS)
+    try:
+        yield str(request.param)
+    finally:
+        for model in MIGRATION_MODELS:
+            unfollow(model)
+            state = Reshard(model).store.items()
+            if state.exists():
+                state.delete_table()
+        drop_tables(MIGRATION_MODELS)
+        bind_models(MIGRATION_MODELS, host=None)
+
+
+class Ledger:
+    """When each writer item's save and delete started and ended (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.saved: dict[tuple[str, int], tuple[float, float]] = {}
+        self.deleted: dict[tuple[str, int], tuple[float, float | None]] = {}
+
+    def bounds(self, key: str, start: float, end: float) -> tuple[set[int], set[int]]:
+        """Items surely present during [start, end], and items possibly present."""
+        surely, possibly = set(STABLE), set(STABLE)
+        with self.lock:
+            for (k, seq), (s0, s1) in self.saved.items():
+                if k != key:
+                    continue
+                d0, d1 = self.deleted.get((k, seq), (float("inf"), float("inf")))
+                if s1 < start and d0 > end:
+                    surely.add(seq)
+                if s0 < end and (d1 is None or d1 > start):
+                    possibly.add(seq)
+        return surely, possibly
+
+
+def writer(
+    model: Any, number: int, ledger: Ledger, stop: threading.Event, errors: list[str]
+) -> None:
+    rng = random.Random(number)
+    mine: list[tuple[str, int]] = []
+    serial = 0
+    try:
+        while not stop.is_set():
+            key = rng.choice(KEYS)
+            serial += 1
+            seq = 1000 * (number + 1) + serial
+            began = time.monotonic()
+            with ledger.lock:
+                ledger.saved[(key, seq)] = (began, float("inf"))
+            model(sensor=key, seq=seq, value=f"w{number}").save()
+            with ledger.lock:
+                ledger.saved[(key, seq)] = (began, time.monotonic())
+            mine.append((key, seq))
+            if serial % 3 == 0:  # delete one of its own earlier items
+                gone = mine.pop(rng.randrange(len(mine)))
+                item = model.get(*gone)
+                with ledger.lock:
+                    ledger.deleted[gone] = (time.monotonic(), None)
+                item.delete()
+                with ledger.lock:
+                    ledger.deleted[gone] = (ledger.deleted[gone][0], time.monotonic())
+            if serial % 4 == 0:  # rewrite a stable item with the same value
+                stable = model.get(rng.choice(KEYS), rng.choice(STABLE))
+                stable.update(actions=[model.value.set("stable")])
+    except Exception as error:  # reported by the test
+        errors.append(f"writer {number}: {error!r}")
+
+
+def reader(
+    model: Any, number: int, ledger: Ledger, stop: threading.Event, errors: list[str]
+) -> None:
+    rng = random.Random(100 + number)
+    try:
+        while not stop.is_set():
+            key = rng.choice(KEYS)
+            start = time.monotonic()
+            seqs = [item.seq for item in model.query(key)]
+            counted = model.count(key)
+            got = model.get(key, rng.choice(STABLE))
+            end = time.monotonic()
+            surely, possibly = ledger.bounds(key, start, end)
+            if len(seqs) != len(set(seqs)):
+                errors.append(f"reader {number}: query of {key} returned duplicates")
+            if not surely <= set(seqs) <= possibly:
+                errors.append(
+                    f"reader {number}: query of {key} missed {sorted(surely - set(seqs))} "
+                    f"or returned deleted {sorted(set(seqs) - possibly)}"
+                )
+            if not len(surely) <= counted <= len(possibly):
+                errors.append(
+                    f"reader {number}: count {counted} not in [{len(surely)}, {len(possibly)}]"
+                )
+            if got.value != "stable":
+                errors.append(f"reader {number}: get returned {got.value!r}")
+    except Exception as error:
+        errors.append(f"reader {number}: {error!r}")
+
+
+def pager(model: Any, stop: threading.Event, errors: list[str], pages: list[int]) -> None:
+    """Pages through key 'a' five items at a time, slowly, so cursors cross phases."""
+    try:
+        while not stop.is_set():
+            token, seen = None, []
+            while True:
+                page = model.query("a", limit=5, last_evaluated_key=token)
+                seen.extend(item.seq for item in page)
+                token = page.last_evaluated_key
+                pages.append(1)
+                if token is None:
+                    break
+                time.sleep(0.3)
+            stable = [s for s in seen if s in STABLE]
+            if stable != list(STABLE) or len(seen) != len(set(seen)):
+                errors.append(
+                    f"pager: stable items {stable} (duplicates: {len(seen) - len(set(seen))})"
+                )
+    except Exception as error:
+        errors.append(f"pager: {error!r}")
+
+
+class Killed(Exception):
+    """The backfill process dies."""
+
+
+def kill_at(page: int) -> Any:
+    """A fault hook that kills the scan after its ``page``-th page."""
+    seen = {"pages": 0}
+
+    def fault(point: str) -> None:
+        seen["pages"] += point == "page"
+        if seen["pages"] == page:
+            raise Killed(f"killed after page {page}")
+
+    return fault
+
+
+def migrate(model: Any, to: int, phases: list[Phase], errors: list[str]) -> None:
+    """Every phase, killing the backfill once mid-way and resuming it."""
+    try:
+        operator = Reshard(model)
+        state = operator.start(to, settle_seconds=SETTLE, segments=2)
+        phases.append(state.phase)
+        killed = False
+        while state.phase != Phase.DONE:
+            time.sleep(operator.settle_left(state))
+            if state.phase in JOBS:
+                if not killed:
+                    with pytest.raises(Killed):
+                        operator.run_job(segment=0, page_size=10, fault=kill_at(2))
+                    killed = True  # resumed from segment 0's checkpoint below
+                operator.run_job(page_size=10)
+            state = operator.advance()
+            phases.append(state.phase)
+    except Exception as error:
+        errors.append(f"migration: {error!r}")
+
+
+@pytest.mark.parametrize(
+    ("model", "to"), [(Reading, 32), (WideReading, 16)], ids=["grow", "shrink"]
+)
+def test_a_migration_under_load_loses_and_duplicates_nothing(
+    server: str, model: Any, to: int
+) -> None:
+    with model.batch_write() as batch:
+        for key in KEYS:
+            for seq in STABLE:
+                batch.save(model(sensor=key, seq=seq, value="stable"))
+    follow(model, cache_seconds=0.2)
+    ledger, stop, errors = Ledger(), threading.Event(), []
+    phases: list[Phase] = []
+    pages: list[int] = []
+    load = [
+        *(threading.Thread(target=writer, args=(model, i, ledger, stop, errors)) for i in range(2)),
+        *(threading.Thread(target=reader, args=(model, i, ledger, stop, errors)) for i in range(2)),
+        threading.Thread(target=pager, args=(model, stop, errors, pages)),
+    ]
+    for thread in load:
+        thread.start()
+    migration = threading.Thread(target=migrate, args=(model, to, phases, errors))
+    migration.start()
+    migration.join(DEADLINE)
+    stop.set()
+    for thread in load:
+        thread.join(DEADLINE)
+    assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {phases}"
+    assert errors == []
+    assert phases == list(Phase)
+    assert len(pages) > 10
+    unfollow(model)  # the code now declares the new count: read with the new layout only
+    operator = Reshard(model)
+    operator.finish()
+    client = model._get_connection().connection.client
+    raw = client.scan(TableName=model.Meta.table_name, ConsistentRead=True)["Items"]
+    for item in raw:
+        assert int(item["sensor"]["S"].rsplit("#", 1)[1]) < to, item
+    expected = {(key, seq) for key in KEYS for seq in STABLE} | {
+        k for k in ledger.saved if k not in ledger.deleted
+    }
+    assert {(i["sensor"]["S"].rsplit("#", 1)[0], int(i["seq"]["N"])) for i in raw} == expected
+    assert len(raw) == len(expected)  # no copy left behind
+
+
+def test_a_backfill_process_killed_mid_way_resumes(server: str) -> None:
+    """SIGKILL the CLI's backfill after a few checkpoints; a second run finishes it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with Reading.batch_write() as batch:
+        for seq in range(400):
+            batch.save(Reading(sensor="k", seq=seq, value=str(seq)))
+    follow(Reading, cache_seconds=0)
+    operator = Reshard(Reading)
+    operator.start(32, settle_seconds=0)
+    operator.advance()
+    operator.advance()  # backfill
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "AWS_ACCESS_KEY_ID": CREDENTIALS["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": CREDENTIALS["aws_secret_access_key"],
+        "AWS_DEFAULT_REGION": CREDENTIALS["region"],
+    }
+    command = [sys.executable, "-m", "shardmodel", "reshard", "tests.migration_models:Reading"]
+    command += ["--segments", "1", "--segment", "0", "--page-size", "2"]
+    command += ["--host", Reading.Meta.host]
+    process = subprocess.Popen(command, env=env, cwd=root, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    progress, _ = operator.store.segment("backfill", 1, 0)
+    while progress.scanned < 20 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        progress, _ = operator.store.segment("backfill", 1, 0)
+    process.send_signal(signal.SIGKILL)
+    process.wait(60)
+    assert process.returncode == -signal.SIGKILL
+    progress, _ = operator.store.segment("backfill", 1, 0)
+    assert 20 <= progress.scanned < 400 and not progress.done
+    (resumed,) = operator.run_job(page_size=50)
+    assert resumed.done and resumed.scanned >= 400
+    for _ in operator.steps(32, settle_seconds=0):
+        assert Reading.count("k") == 400
+    assert [i.seq for i in Reading.query("k")] == list(range(400))
+    client = Reading._get_connection().connection.client
+    raw = client.scan(TableName=Reading.Meta.table_name, ConsistentRead=True)["Items"]
+    assert len(raw) == 400 and all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < 32 for i in raw)

@@ -1,0 +1,452 @@
+"""Changing a fixed shard count online, phase by phase, on in-process moto."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+
+from shardmodel import (
+    FanOutLimitError,
+    HashShards,
+    ShardConfigurationError,
+    ShardedKeyAttribute,
+    ShardedModel,
+)
+from shardmodel.cli import main
+from shardmodel.migration import (
+    COPY_MARKER,
+    MigrationConflictError,
+    Phase,
+    Progress,
+    Reshard,
+    follow,
+    unfollow,
+)
+from shardmodel.testing import (
+    SimulatedClock,
+    bind_models,
+    create_tables,
+    drop_tables,
+    mock_dynamodb,
+)
+from tests.migration_models import MIGRATION_MODELS, Click, DayReading, Reading, WideReading
+from tests.models import PageViews, Photo
+
+
+class ByValue(GlobalSecondaryIndex["IndexedReading"]):
+    class Meta:
+        index_name = "by-value"
+        projection = AllProjection()
+
+    value = UnicodeAttribute(hash_key=True)
+
+
+class IndexedReading(ShardedModel):
+    class Meta:
+        table_name = "reshard-indexed"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+    by_value = ByValue()
+
+
+@pytest.fixture
+def migration_tables() -> Iterator[SimulatedClock]:
+    """The migration models' tables on in-process moto, and a simulated clock."""
+    with mock_dynamodb():
+        bind_models(MIGRATION_MODELS, host=None)
+        create_tables(MIGRATION_MODELS)
+        yield SimulatedClock(start=1_700_000_000.0)
+        for model in MIGRATION_MODELS:
+            unfollow(model)
+        drop_tables(MIGRATION_MODELS)
+
+
+def raw_keys(model: Any) -> list[str]:
+    client = model._get_connection().connection.client
+    items = client.scan(TableName=model.Meta.table_name, ConsistentRead=True)["Items"]
+    return sorted(item[model._sharded().attr_name]["S"] for item in items)
+
+
+def expect(model: Any, key: str, reference: dict[Any, str], gone: set[Any] = frozenset()) -> None:
+    """get, batch_get, query (in pages) and count see exactly ``reference``."""
+    assert [(i.seq, i.value) for i in model.query(key)] == sorted(reference.items())
+    assert model.count(key) == len(reference)
+    for seq, value in reference.items():
+        assert model.get(key, seq).value == value
+    got = {i.seq: i.value for i in model.batch_get([(key, s) for s in [*reference, *gone]])}
+    assert got == reference
+    for seq in gone:
+        with pytest.raises(model.DoesNotExist):
+            model.get(key, seq)
+
+
+def run_phases(operator: Reshard, clock: SimulatedClock, each: Any) -> None:
+    """Advance through every phase, running the scans, calling ``each(phase)`` at each."""
+    state = operator.status()
+    assert state is not None
+    each(state.phase)
+    while state.phase != Phase.DONE:
+        clock.advance(state.settle_seconds)
+        if state.phase in (Phase.BACKFILL, Phase.CLEANUP):
+            operator.run_job()
+        state = operator.advance()
+        each(state.phase)
+
+
+def test_a_changed_count_without_migration_misses_one_shard_gets(migration_tables: Any) -> None:
+    for seq in range(20):
+        Reading(sensor="s", seq=seq, value="x").save()
+    layout = Reading._sharded().layout
+    wider = HashShards(32, on=["seq"])
+    moved = [
+        seq
+        for seq in range(20)
+        if layout.join("s", [wider.shard_of([str(seq)])])
+        != layout.join("s", [HashShards(16, on=["seq"]).shard_of([str(seq)])])
+    ]
+    assert 5 <= len(moved) <= 15  # about half the items would be missed by a plain change
+
+
+@pytest.mark.parametrize("model", [Reading, WideReading, Click])
+def test_every_phase_reads_exactly_the_logical_items(
+    model: Any, migration_tables: SimulatedClock
+) -> None:
+    clock = migration_tables
+    old = {i: f"v{i}" for i in range(30)}
+    for seq, value in old.items():
+        model(sensor="k", seq=seq, value=value).save()
+    follow(model, cache_seconds=0, clock=clock)
+    operator = Reshard(model, clock=clock)
+    start = model._sharded().layout.strategies[-1].n
+    operator.start(start * 2 if start == 16 else 16, settle_seconds=10)
+    reference = dict(old)
+    gone: set[Any] = set()
+    cursor: dict[str, Any] = {}
+    counter = iter(range(100, 1000))
+
+    def each(phase: Phase) -> None:
+        expect(model, "k", reference, gone)
+        if "token" in cursor:  # a cursor taken in the previous phase resumes in this one
+            rest = [i.seq for i in model.query("k", last_evaluated_key=cursor.pop("token"))]
+            assert rest == sorted(set(rest))  # none twice
+            assert set(rest) <= {s for s in reference if s > cursor["last"]}  # none deleted
+            kept = {s for s in cursor.pop("then") if s in reference and s > cursor["last"]}
+            assert kept <= set(rest)  # none missing (later writes may or may not show)
+        page = model.query("k", limit=7)
+        seen = [i.seq for i in page]
+        assert seen == sorted(reference)[:7]
+        cursor.update(token=page.last_evaluated_key, last=seen[-1], then=set(reference))
+        fresh = next(counter)
+        model(sensor="k", seq=fresh, value=f"new in {phase.value}").save()
+        reference[fresh] = f"new in {phase.value}"
+        victim = sorted(reference)[0]
+        model.get("k", victim).delete()
+        del reference[victim]
+        gone.add(victim)
+        overwritten = sorted(reference)[len(reference) // 2]
+        item = model.get("k", overwritten)
+        item.update(actions=[model.value.set(f"updated in {phase.value}")])
+        reference[overwritten] = f"updated in {phase.value}"
+        expect(model, "k", reference, gone)
+
+    run_phases(operator, clock, each)
+    new_count = operator.status().new_count  # type: ignore[union-attr]
+    for physical in raw_keys(model):
+        assert int(physical.rsplit("#", 1)[1]) < new_count
+    assert len(raw_keys(model)) == len(reference)  # no copy left behind
+    operator.finish()
+    assert operator.status() is None
+
+
+def test_time_buckets_compose(migration_tables: SimulatedClock) -> None:
+    clock = migration_tables
+    days = [f"2024-01-0{1 + i % 3}T0{i % 10}:00:00.{i:06d}+00:00" for i in range(24)]
+    for i, at in enumerate(days):
+        DayReading(sensor="k", at=at, value=str(i)).save()
+    follow(DayReading, cache_seconds=0, clock=clock)
+    operator = Reshard(DayReading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    reference = {DayReading.get("k", at).at: str(i) for i, at in enumerate(days)}
+
+    every = DayReading.at.between("2024-01-01T00:00:00+00:00", "2024-01-04T00:00:00+00:00")
+    second_day = DayReading.at.between("2024-01-02T00:00:00+00:00", "2024-01-02T23:59:59+00:00")
+
+    def each(phase: Phase) -> None:
+        got = [(i.at, i.value) for i in DayReading.query("k", second_day)]
+        assert got == sorted((a, v) for a, v in reference.items() if a.startswith("2024-01-02"))
+        assert [(i.at, i.value) for i in DayReading.query("k", every)] == sorted(reference.items())
+        assert DayReading.count("k", every) == len(reference)
+        for at, value in reference.items():
+            assert DayReading.get("k", at).value == value
+
+    run_phases(operator, clock, each)
+
+
+def test_a_process_one_phase_behind_is_still_correct(migration_tables: SimulatedClock) -> None:
+    clock = migration_tables
+
+    class Lagging(Reading):
+        """Another process: the same table, its own (stale) view of the phase."""
+
+    for seq in range(16):
+        Reading(sensor="k", seq=seq, value="v").save()
+    follow(Reading, cache_seconds=0, clock=clock)
+    lag = follow(Lagging, cache_seconds=10**9, clock=clock)
+    lag.refresh()
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    reference = {seq: "v" for seq in range(16)}
+    fresh = iter(range(100, 1000))
+
+    def each(phase: Phase) -> None:
+        for writer in (Reading, Lagging):  # both processes write and delete
+            seq = next(fresh)
+            writer(sensor="k", seq=seq, value=phase.value).save()
+            reference[seq] = phase.value
+            writer.get("k", seq - 1 if seq > 100 else 0).delete()
+            reference.pop(seq - 1 if seq > 100 else 0)
+        for reader in (Reading, Lagging):
+            expect(reader, "k", reference)
+        lag.refresh()  # the lagging process catches up before the next phase starts
+
+    run_phases(operator, clock, each)
+
+
+def test_backfill_resumes_after_a_crash_at_any_point(migration_tables: SimulatedClock) -> None:
+    clock = migration_tables
+    for seq in range(40):
+        Reading(sensor="k", seq=seq, value=str(seq)).save()
+    follow(Reading, cache_seconds=0, clock=clock)
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1, segments=3)
+    for _ in range(2):
+        clock.advance(1)
+        operator.advance()
+    for point in ("copied", "checked", "page"):
+        calls = {"n": 0}
+
+        def crash(where: str, point: str = point, calls: dict[str, int] = calls) -> None:
+            calls["n"] += where == point
+            if where == point and calls["n"] == 3:
+                raise RuntimeError(f"killed at {where}")
+
+        with pytest.raises(RuntimeError, match="killed"):
+            operator.run_job(segment=1, page_size=4, fault=crash)
+        expect(Reading, "k", {seq: str(seq) for seq in range(40)})
+    with pytest.raises(MigrationConflictError, match="has not finished segments"):
+        clock.advance(1)
+        operator.advance()
+    for segment in range(3):
+        operator.run_job(segment=segment, page_size=4)
+    progress = operator.job_progress(operator.status())  # type: ignore[arg-type]
+    assert all(p.done for p in progress)
+    moving = [
+        s
+        for s in range(40)
+        if HashShards(16, on=["seq"]).shard_of([str(s)])
+        != HashShards(32, on=["seq"]).shard_of([str(s)])
+    ]
+    assert len(raw_keys(Reading)) == 40 + len(moving)  # every moved item copied once
+    client = Reading._get_connection().connection.client
+    assert not [i for i in client.scan(TableName="reshard-readings")["Items"] if COPY_MARKER in i]
+    run_phases(operator, clock, lambda phase: expect(Reading, "k", {s: str(s) for s in range(40)}))
+    assert len(raw_keys(Reading)) == 40
+
+
+def test_the_backfill_never_replaces_a_newer_write_nor_resurrects_a_delete(
+    migration_tables: SimulatedClock,
+) -> None:
+    clock = migration_tables
+    for seq in range(30):
+        Reading(sensor="k", seq=seq, value="old").save()
+    follow(Reading, cache_seconds=0, clock=clock)
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    for _ in range(2):
+        clock.advance(1)
+        operator.advance()
+    reference = {seq: "old" for seq in range(30)}
+    touched = iter(range(30))
+
+    def interfere(point: str) -> None:
+        # between the backfill's read of an item and its checks, the application writes
+        seq = next(touched, None)
+        if seq is None:
+            return
+        if seq % 3 == 0:
+            Reading.get("k", seq).delete()
+            reference.pop(seq)
+        elif seq % 3 == 1:
+            Reading(sensor="k", seq=seq, value="newer").save()
+            reference[seq] = "newer"
+
+    operator.run_job(page_size=5, fault=interfere)
+    expect(Reading, "k", reference)
+    for item in Reading.query("k"):
+        assert COPY_MARKER not in item.serialize()
+    client = Reading._get_connection().connection.client
+    assert not [i for i in client.scan(TableName="reshard-readings")["Items"] if COPY_MARKER in i]
+    run_phases(operator, clock, lambda phase: expect(Reading, "k", reference))
+    assert len(raw_keys(Reading)) == len(reference)
+
+
+def test_reads_check_their_bound_before_sending(migration_tables: SimulatedClock) -> None:
+    follow(Click, cache_seconds=0, clock=migration_tables)
+    Reshard(Click, clock=migration_tables).start(32, settle_seconds=1)
+    with pytest.raises(FanOutLimitError):
+        Click.query("k", max_requests=20).__next__()
+    assert list(Click.query("k", max_requests=32)) == []
+
+
+def test_bad_requests_are_refused_before_anything_is_written(
+    migration_tables: SimulatedClock,
+) -> None:
+    clock = migration_tables
+    operator = Reshard(Reading, clock=clock)
+    with pytest.raises(ShardConfigurationError, match="already has 16"):
+        operator.start(16)
+    with pytest.raises(ShardConfigurationError, match="between 1 and"):
+        operator.start(0)
+    with pytest.raises(ShardConfigurationError, match="shrinking RandomShards"):
+        Reshard(Click, clock=clock).start(8)
+    with pytest.raises(ShardConfigurationError, match="counter model"):
+        Reshard(PageViews)
+    with pytest.raises(ShardConfigurationError, match="secondary indexes"):
+        Reshard(IndexedReading)
+    with pytest.raises(ShardConfigurationError, match="no sharded partition key"):
+        Reshard(Photo)
+    assert operator.status() is None
+    operator.start(32, settle_seconds=10)
+    with pytest.raises(MigrationConflictError, match="already in progress"):
+        operator.start(32)
+    with pytest.raises(MigrationConflictError, match="wait 10s more"):
+        operator.advance()
+    with pytest.raises(MigrationConflictError, match="has no backfill"):
+        operator.run_job()
+    with pytest.raises(MigrationConflictError, match="finish it before"):
+        operator.finish()
+
+    class Redeclared(WideReading):
+        class Meta:
+            table_name = "reshard-readings"
+            region = "us-east-1"
+
+    follow(Redeclared, cache_seconds=0, clock=clock)
+    with pytest.raises(ShardConfigurationError, match="declare 16 until the migration is done"):
+        Redeclared.get("k", 1)
+
+
+def test_a_racing_operator_loses_cleanly(migration_tables: SimulatedClock) -> None:
+    clock = migration_tables
+    first, second = Reshard(Reading, clock=clock), Reshard(Reading, clock=clock)
+    first.start(32, settle_seconds=0)
+    state = second.status()
+    first.advance()
+    assert state is not None
+    with pytest.raises(MigrationConflictError, match="changed since it was read"):
+        second.store.write(state)
+
+
+def test_progress_is_a_bar_on_a_terminal_and_log_lines_otherwise(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    now = iter([0.0, 10.0, 20.0])
+    screen = Terminal()
+    bar = Progress("backfill", 1000, stream=screen, clock=lambda: next(now))
+    bar.update(500, 250)
+    assert "[###############---------------] backfill: 500 items scanned, 250 changed" in (
+        screen.getvalue()
+    )
+    assert "50/s, 50% of ~1,000, ETA 00:00:10" in screen.getvalue()
+    times = iter([0.0, 5.0, 6.0, 20.0])
+    lines = Progress("cleanup", None, stream=io.StringIO(), interval=10, clock=lambda: next(times))
+    with caplog.at_level(logging.INFO, logger="shardmodel.reshard"):
+        lines.update(10, 1)
+        lines.update(11, 1)  # within the interval: no line
+        lines.update(40, 4)
+    assert [r.getMessage() for r in caplog.records] == [
+        "cleanup: 10 items scanned, 1 changed, 2/s",
+        "cleanup: 40 items scanned, 4 changed, 2/s",
+    ]
+
+
+def test_cli_dry_run_and_one_step_at_a_time(
+    migration_tables: SimulatedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for seq in range(10):
+        Reading(sensor="k", seq=seq, value="v").save()
+    model = "tests.migration_models:Reading"
+    assert main(["reshard", model, "--to", "32", "--dry-run", "--settle", "5"]) == 0
+    plan = capsys.readouterr().out
+    assert "16 -> 32 shards" in plan and "3. backfill    copy" in plan and "estimate: ~" in plan
+    assert main(["reshard", model, "--status"]) == 0
+    assert "no migration in progress" in capsys.readouterr().out
+    assert main(["reshard", model, "--to", "32", "--step", "--settle", "0", "--segments", "2"]) == 0
+    assert "phase prepare" in capsys.readouterr().out
+    phases = []
+    for _ in range(20):
+        main(["reshard", model, "--step"])
+        phases.append(capsys.readouterr().out.strip())
+        if "phase done" in phases[-1]:
+            break
+    assert any("backfill: 2/2 segments done" in line for line in phases)
+    assert "phase done" in phases[-1]
+    assert main(["reshard", model, "--segment", "0"]) == 1
+    assert re.search("pass --segments 2", capsys.readouterr().err)
+    assert main(["reshard", model, "--finish"]) == 0
+    assert main(["reshard", "nonsense", "--status"]) == 1
+    assert re.search("module:Class", capsys.readouterr().err)
+
+
+def test_transactions_are_refused_while_an_item_may_have_two_copies(
+    migration_tables: SimulatedClock,
+) -> None:
+    from pynamodb.connection import Connection
+    from pynamodb.transactions import TransactWrite
+
+    from shardmodel import UnsupportedOperationError
+
+    Reading(sensor="k", seq=1, value="v").save()
+    follow(Reading, cache_seconds=0, clock=migration_tables)
+    Reshard(Reading, clock=migration_tables).start(32, settle_seconds=1)
+    item = Reading.get("k", 1)
+    with pytest.raises(UnsupportedOperationError, match="phase prepare"):
+        with TransactWrite(connection=Connection(region="us-east-1")) as transaction:
+            transaction.save(item)
+    assert Reading.get("k", 1).value == "v"
+
+
+def test_a_done_migration_is_ignored_once_the_code_declares_the_new_count() -> None:
+    from attrs import evolve
+
+    from shardmodel.migration import MigrationState, MigrationStore, ReshardWatch
+
+    done = MigrationState(
+        table="reshard-readings",
+        old_count=16,
+        new_count=32,
+        phase=Phase.DONE,
+        changed_at=0.0,
+        settle_seconds=1.0,
+    )
+    redeployed = ReshardWatch(WideReading, MigrationStore(WideReading))  # declares 32
+    assert redeployed.active(done) is None
+    with pytest.raises(ShardConfigurationError, match="declare 16 until the migration is done"):
+        redeployed.active(evolve(done, phase=Phase.CLEANUP))
+    active = ReshardWatch(Reading, MigrationStore(Reading)).active(done)
+    assert active is not None
+    assert (active.old.strategies[0].n, active.new.strategies[0].n) == (16, 32)  # type: ignore[attr-defined]
