@@ -40,7 +40,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows every option's default."""
+    """Help that shows every option's default (none for flags and options without one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def command(register: Register) -> Register:

@@ -219,9 +219,8 @@ def add_command(commands: Any) -> None:
     parser.add_argument("file", help="a text file (one value a line) or a CSV/TSV file")
     parser.add_argument("--shards", type=int, required=True, help="the number of shards")
     parser.add_argument("--column", help="the CSV/TSV column: 0-based index or header name")
+    parser.add_argument("--prefix", type=int, default=20, help="boundary length in characters")
     parser.add_argument(
-        "--prefix", type=int, default=20, help="boundary length in characters (default 20)"
-    )
-    parser.add_argument(
-        "--delimiter", help="the column delimiter, e.g. TAB or ',' (default: by extension)"
+        "--delimiter",
+        help="the column delimiter, e.g. TAB or ','; by the file's extension when left out",
     )

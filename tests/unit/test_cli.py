@@ -43,8 +43,24 @@ def test_version_and_help_list_every_command(capsys: Capture) -> None:
     assert capsys.readouterr().out.strip() == f"shardmodel {__version__}"
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("demo", "shards", "plan"):
+    for name in ("demo", "shards", "plan", "hot", "boundaries", "reshard"):
         assert name in out
+
+
+def test_boundaries_and_reshard_help_show_defaults(capsys: Capture) -> None:
+    assert main(["boundaries", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--shards" in out and "(default: 20)" in out and "--debug" in out
+    assert main(["reshard", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--to" in out and "(default: 30.0)" in out and "(default: 100)" in out
+
+
+def test_boundaries_and_reshard_usage_errors_are_one_line(capsys: Capture) -> None:
+    assert main(["boundaries"]) == 2
+    _one_line_error(capsys, "shardmodel boundaries: error:", "--help")
+    assert main(["reshard", "app:Model", "--to", "many"]) == 2
+    _one_line_error(capsys, "shardmodel reshard: error: argument --to", "--help")
 
 
 def test_no_command_is_a_usage_error(capsys: Capture) -> None:
