@@ -8,6 +8,7 @@ goes to the same shard), and read back from every item loaded from the table.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -193,10 +194,14 @@ class KeyedModel(Model):
         layouts = [cls._sharded().layout] if migration is None else migration.read_layouts()
         key = cls._key_values(logical, values, counts=counts)
         what, bound = f"{cls.__name__}.get({logical!r})", request_bound(cls)
-        check_fan_out(what, max(layout.candidate_count(key) for layout in layouts), bound)
-        if len(layouts) == 1:
-            return layouts[0].candidates(key)
-        found = list(dict.fromkeys(k for layout in layouts for k in layout.candidates(key)))
+        plans = [(layout, layout.candidate_segments(key)) for layout in layouts]
+        planned = max(math.prod(len(segments) for segments in plan) for _, plan in plans)
+        check_fan_out(what, planned, bound)
+        if len(plans) == 1:
+            return layouts[0].candidates(key, plans[0][1])
+        found = list(
+            dict.fromkeys(k for layout, plan in plans for k in layout.candidates(key, plan))
+        )
         check_fan_out(what, len(found), bound)  # the union's exact size, before any request
         return found
 

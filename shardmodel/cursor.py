@@ -176,8 +176,8 @@ def _payload_problem(data: dict[str, Any]) -> str | None:
         seen.add(key)
         if not isinstance(done, bool):
             return f"done of shard {key!r} is {done!r}"
-        if start is not None and _key_problem(start) is not None:
-            return f"start of shard {key!r}: {_key_problem(start)}"
+        if start is not None and (wrong := _key_problem(start)) is not None:
+            return f"start of shard {key!r}: {wrong}"
     return None
 
 

@@ -9,7 +9,6 @@ are settable, so tables laid out by hand can be read and written.
 from __future__ import annotations
 
 import itertools
-import math
 import random
 from collections.abc import Sequence
 from typing import Literal
@@ -168,9 +167,12 @@ class KeyLayout:
             return None
         return physical
 
-    def candidate_count(self, key: KeyValues) -> int:
-        """How many physical keys a read of this item by full key touches (before length)."""
-        return math.prod(len(s.candidates(key)) for s in self.strategies)
+    def candidate_segments(self, key: KeyValues) -> list[Sequence[Segment]]:
+        """Each strategy's segments a read of this item by full key touches.
+
+        Their product's size is the read's fan-out, known before any key is composed.
+        """
+        return [s.candidates(key) for s in self.strategies]
 
     def split(self, physical_key: str) -> tuple[str, tuple[str, ...]]:
         """Split a physical key into its logical key and segment texts.
@@ -207,12 +209,15 @@ class KeyLayout:
             self.compose(key.logical_key, [s.pick(key, rng) for s in self.strategies])
         )
 
-    def candidates(self, key: KeyValues) -> list[str]:
+    def candidates(
+        self, key: KeyValues, segments: Sequence[Sequence[Segment]] | None = None
+    ) -> list[str]:
         """Every physical key a read of this item by full key must touch, in shard order.
 
-        Keys too long for DynamoDB are left out: no item can be stored under them.
+        ``segments``: :meth:`candidate_segments` when already computed. Keys too long for
+        DynamoDB are left out: no item can be stored under them.
         """
-        per_strategy = [s.candidates(key) for s in self.strategies]
+        per_strategy = self.candidate_segments(key) if segments is None else segments
         found = (self.readable(key.logical_key, c) for c in itertools.product(*per_strategy))
         return [physical for physical in found if physical is not None]
 
