@@ -20,6 +20,7 @@ from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
+from shardmodel._building import build_plan, instantiate
 from shardmodel._canonical import canonical_value
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counters import aggregate
@@ -309,6 +310,17 @@ class KeyedModel(Model):
                 index_keys = index_keys or {}
                 index_keys[name] = value
         return logical_data, physical, index_keys
+
+    @classmethod
+    def _instantiate(cls: type[_M], attribute_values: _RawItem) -> _M:
+        """PynamoDB's instance from stored values, built without its double work."""
+        plan = cls.__dict__.get("_build_fields", False)
+        if plan is False:
+            plan = build_plan(cls)
+            cls._build_fields = plan  # type: ignore[attr-defined]
+        if plan is None:
+            return super()._instantiate(attribute_values)
+        return instantiate(cls, plan, attribute_values)
 
     @classmethod
     def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
