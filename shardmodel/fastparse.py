@@ -39,6 +39,8 @@ _Convert = Callable[[Any], Any]
 _UNIQUE_ID = "shardmodel.fastparse"
 _compiled: weakref.WeakKeyDictionary[Any, _Convert | None] = weakref.WeakKeyDictionary()
 _compile_lock = threading.Lock()
+#: Marks a client whose handlers are registered.
+_INSTALLED = "_shardmodel_fast_parse"
 
 
 def install(client: Any) -> bool:
@@ -47,6 +49,8 @@ def install(client: Any) -> bool:
     Returns False (and changes nothing) when the client does not speak botocore's
     ``json`` protocol.
     """
+    if getattr(client, _INSTALLED, False):
+        return True  # registering is a no-op then, but botocore inspects the handler first
     meta = client.meta
     if meta.service_model.resolved_protocol != "json":
         return False
@@ -58,6 +62,7 @@ def install(client: Any) -> bool:
             _before_parse,
             unique_id=f"{_UNIQUE_ID}.{operation}",
         )
+    setattr(client, _INSTALLED, True)
     return True
 
 
