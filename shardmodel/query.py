@@ -12,10 +12,12 @@ from __future__ import annotations
 import heapq
 import math
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from decimal import Decimal
+from queue import SimpleQueue
 from typing import Any, Generic, TypeVar
 
 from attrs import frozen
@@ -66,6 +68,12 @@ def shared_pool() -> ThreadPoolExecutor:
 DEFAULT_ITEM_BUDGET = 24_000
 
 
+#: Sort keys whose reverse order is cheaper than wrapping them (numbers negate).
+_DESCENDING: weakref.WeakKeyDictionary[Callable[[_RawItem], Any], Callable[[_RawItem], Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], Any]:
     """Order raw items the way DynamoDB orders this sort key.
 
@@ -83,6 +91,12 @@ def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], 
             # than Decimal and equal in order; ints and Decimals compare with each other
             return int(value) if value.isdigit() else Decimal(value)
 
+        def negated(item: _RawItem) -> Any:
+            value = item[name][NUMBER]
+            # copy_negate: exact (unary minus rounds to the context's 28 digits)
+            return -int(value) if value.isdigit() else Decimal(value).copy_negate()
+
+        _DESCENDING[number] = negated
         return number
 
     def key(item: _RawItem) -> Any:
@@ -183,7 +197,10 @@ class MergedQuery(Generic[_T]):
         item_budget: int = DEFAULT_ITEM_BUDGET,
     ) -> None:
         self._fetch = fetch
-        self._sort_key = sort_key if forward else (lambda item: _Descending(sort_key(item)))
+        if forward:
+            self._sort_key = sort_key
+        else:
+            self._sort_key = _DESCENDING.get(sort_key) or (lambda item: _Descending(sort_key(item)))
         self._build = build
         self._key_names = tuple(key_names)
         self._identity = identity
@@ -203,6 +220,7 @@ class MergedQuery(Generic[_T]):
         self.shard_count = sum(len(g) for g in self._groups)
         self._workers = max(1, min(parallelism, max((len(g) for g in self._groups), default=1)))
         self._inflight = 0
+        self._done: SimpleQueue[tuple[_Shard, Future[dict[str, Any]]]] = SimpleQueue()
         self._heap: list[tuple[Any, int, _RawItem, _Shard]] = []
         self._waiting: set[_Shard] = set()
         self._active = -1
@@ -340,18 +358,22 @@ class MergedQuery(Generic[_T]):
         if self._inflight >= self._workers:
             return  # at this query's share of the pool; _fill schedules it later
         page = self._page(first=shard.next_start is shard.start and shard.last is None)
-        shard.future = shared_pool().submit(self._fetch, shard.key, shard.next_start, page)
+        future = shared_pool().submit(self._fetch, shard.key, shard.next_start, page)
+        shard.future = future
         self._inflight += 1
+        future.add_done_callback(lambda done: self._done.put((shard, done)))
 
     def _fill(self) -> None:
         """Wait until every shard the merge needs has delivered, failing fast on errors."""
         while self._waiting:
             for shard in list(self._waiting):
                 self._schedule(shard)
-            pending = {s.future: s for g in self._groups for s in g if s.future is not None}
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for future in done:
-                self._absorb(pending[future], future.result())
+            finished = [self._done.get()]  # a queue, not wait(): no waiter per future per wake
+            while not self._done.empty():
+                finished.append(self._done.get())
+            for shard, future in finished:
+                if shard.future is future:  # else a request close() already gave up
+                    self._absorb(shard, future.result())
             if self._limit is None and self._active >= 0:
                 for shard in self._groups[self._active]:
                     self._prefetch(shard)
