@@ -179,6 +179,9 @@ class Queries(KeyedModel):
     def _shard_fetcher(cls, **fixed: Any) -> Callable[..., dict[str, Any]]:
         """fetch(physical key, exclusive start key, page limit): one Query of one shard.
 
+        PynamoDB builds the request once (:class:`~shardmodel.lean.prepared.PreparedQuery`);
+        each shard's copy differs in its key, start key and limit.
+
         The botocore client is built here, in the caller's thread: PynamoDB builds it
         lazily without a lock, so many cold worker threads would each build one. Its
         Query responses are parsed by :mod:`shardmodel.fastparse` (same result, less CPU).
@@ -187,18 +190,12 @@ class Queries(KeyedModel):
         """
         from shardmodel.fastparse import install  # kept local: a one-function change
         from shardmodel.lean import table_connection
+        from shardmodel.lean.prepared import PreparedQuery
 
         install(cls._get_connection().connection.client)
         connection = table_connection(cls)
         connection.connection.client  # noqa: B018 - build the lean client here, too
-
-        def fetch(physical: str, start: Any, page: int | None = None) -> dict[str, Any]:
-            response: dict[str, Any] = connection.query(
-                physical, exclusive_start_key=start, limit=page, **fixed
-            )
-            return response
-
-        return fetch
+        return PreparedQuery(connection, **fixed)
 
     @classmethod
     def query(  # type: ignore[override]

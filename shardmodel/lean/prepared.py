@@ -1,0 +1,86 @@
+"""One logical query's per-shard requests, built by PynamoDB once instead of once a shard.
+
+Every shard of a merged query sends the same Query but for its partition key (and its
+own ``ExclusiveStartKey`` and ``Limit``). PynamoDB's ``Connection.query`` rebuilds the
+whole request each time: conditions serialized, placeholders substituted, the table's
+metadata looked up. :class:`PreparedQuery` runs that very code once, with a stand-in
+partition key, keeps the request it would have sent, and per shard copies it with the
+key value replaced. Sending goes through PynamoDB's ``dispatch`` (its signals, its
+consumed-capacity default) and errors are wrapped in ``QueryError`` as
+``Connection.query`` wraps them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.connection.base import BOTOCORE_EXCEPTIONS, Connection
+from pynamodb.constants import (
+    EXPRESSION_ATTRIBUTE_VALUES,
+    LIMIT,
+    QUERY,
+    STRING,
+)
+from pynamodb.exceptions import QueryError
+
+__all__ = ["PreparedQuery"]
+
+#: The partition key the template is built with: a value no real key equals.
+_STAND_IN = "\x00shardmodel-prepared-key\x00"
+
+
+class _Recorder:
+    """A connection whose ``dispatch`` keeps the request instead of sending it."""
+
+    def __init__(self, origin: Any) -> None:
+        self._origin = origin
+        self.request: dict[str, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._origin, name)
+
+    def dispatch(self, operation_name: str, operation_kwargs: dict[str, Any]) -> dict[str, Any]:
+        self.request = operation_kwargs
+        return {}
+
+
+class PreparedQuery:
+    """``TableConnection.query(key, exclusive_start_key=..., limit=..., **fixed)``, prepared.
+
+    ``connection`` is a PynamoDB ``TableConnection``; ``fixed`` the keyword arguments
+    every shard's query shares. When the template cannot be told apart (the stand-in key
+    is not found exactly once among the values), every call builds its own request.
+    """
+
+    def __init__(self, connection: Any, **fixed: Any) -> None:
+        self._table = connection
+        self._fixed = fixed
+        self._connection = connection.connection
+        recorder = _Recorder(self._connection)
+        Connection.query(recorder, connection.table_name, _STAND_IN, **fixed)  # type: ignore[arg-type]
+        template = recorder.request or {}
+        values: dict[str, Any] = template.get(EXPRESSION_ATTRIBUTE_VALUES, {})
+        slots = [name for name, value in values.items() if value == {STRING: _STAND_IN}]
+        self._slot = slots[0] if len(slots) == 1 else None
+        self._template = template
+
+    def __call__(self, key: str, exclusive_start_key: Any = None, limit: int | None = None) -> Any:
+        if self._slot is None:
+            return self._table.query(
+                key, exclusive_start_key=exclusive_start_key, limit=limit, **self._fixed
+            )
+        request = dict(self._template)
+        values = dict(request[EXPRESSION_ATTRIBUTE_VALUES])
+        values[self._slot] = {STRING: key}
+        request[EXPRESSION_ATTRIBUTE_VALUES] = values
+        connection = self._connection
+        if exclusive_start_key:
+            request.update(
+                connection.get_exclusive_start_key_map(self._table.table_name, exclusive_start_key)
+            )
+        if limit is not None:
+            request[LIMIT] = limit
+        try:
+            return connection.dispatch(QUERY, request)
+        except BOTOCORE_EXCEPTIONS as error:  # as Connection.query wraps them
+            raise QueryError(f"Failed to query items: {error}", error)  # noqa: B904
