@@ -114,6 +114,36 @@ def check_key_condition(condition: Condition | None, attribute: Attribute[Any] |
                 )
 
 
+def _named(node: Any) -> set[str]:
+    """The top-level attribute names a condition (or operand) reads."""
+    if isinstance(node, Path):
+        return {node.path[0]} if node.path else set()
+    found: set[str] = set()
+    parts = getattr(node, "values", ())  # conditions and function operands such as size()
+    for part in parts if isinstance(parts, list | tuple) else ():
+        found |= _named(part)
+    return found
+
+
+def check_filter(condition: Condition | None, keys: list[Attribute[Any] | None]) -> None:
+    """Refuse, before sending, a query filter on a key attribute, as DynamoDB does.
+
+    ``keys`` are the partition and sort key of the table or index the query reads.
+    """
+    if condition is None:
+        return
+    names = _named(condition)
+    for attribute in keys:
+        if attribute is not None and attribute.attr_name in names:
+            name = attribute.attr_name
+            where = "hash_key" if attribute.is_hash_key else "range_key_condition"
+            raise QueryValidationError(
+                "Filter Expression can only contain non-primary key attributes: Primary key "
+                f"attribute: {name}; a query's filter_condition cannot test its key: put the "
+                f"test on {name!r} in {where}"
+            )
+
+
 def check_paging(limit: Any, page_size: Any) -> None:
     """Refuse, before sending, a ``limit`` or ``page_size`` DynamoDB would refuse."""
     for field, value, least in (("limit", limit, 0), ("page_size", page_size, 1)):

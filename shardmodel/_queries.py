@@ -11,7 +11,7 @@ from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from shardmodel._conditions import bounds_of, check_key_condition, check_paging
+from shardmodel._conditions import bounds_of, check_filter, check_key_condition, check_paging
 from shardmodel._keyed import KeyedModel
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counter_reads import check_countable, check_index_read, summed_filter
@@ -74,6 +74,11 @@ class Queries(KeyedModel):
             ):
                 return candidate  # type: ignore[no-any-return]
         return None
+
+    @classmethod
+    def _query_keys(cls, index_name: str | None) -> list[Attribute[Any] | None]:
+        """The partition and sort key of the table or of an index."""
+        return [cls._query_attribute(index_name, "hash"), cls._query_attribute(index_name, "range")]
 
     @classmethod
     def _query_sharding(cls, index_name: str | None) -> ShardedKeyAttribute | None:
@@ -248,6 +253,7 @@ class Queries(KeyedModel):
                 "parallel and cannot share one rate limiter; lower parallelism instead"
             )
         check_paging(limit, page_size)
+        check_filter(filter_condition, cls._query_keys(index_name))
         forward = scan_index_forward is not False
         if index_name is None and cls._migration() is not None:
             # an unchecked backfill copy: its original is read instead
@@ -443,6 +449,7 @@ class Queries(KeyedModel):
             )
             return total
         check_paging(limit, None)
+        check_filter(filter_condition, cls._query_keys(index_name))
         counts = None
         migrating = index_name is None and cls._migration() is not None
         if (cls._shard_directory is not None and index_name is None) or migrating:

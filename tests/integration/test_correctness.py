@@ -47,6 +47,31 @@ def test_key_conditions_fail_like_a_plain_model(backend: str, make: Any) -> None
         assert str(sharded.value.cause_response_message).startswith(first_words)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: m.timestamp > 3,
+        lambda m: m.user_id == "u",
+        lambda m: m.event_type.exists() & (m.timestamp < 2),
+    ],
+)
+def test_a_filter_on_a_key_fails_like_a_plain_model(backend: str, make: Any) -> None:
+    """DynamoDB refuses a query filter on a key attribute; so do query and count, unsent."""
+    for model in (RandomEvent, HashedEvent):
+        with pytest.raises(QueryError) as sharded:
+            list(model.query("u", filter_condition=make(model)))
+        assert sharded.value.cause_response_code == "ValidationException"
+        with pytest.raises(QueryError):
+            model.count("u", filter_condition=make(model))
+    if backend == "dynalite":  # moto accepts it; DynamoDB and dynalite refuse
+        with pytest.raises(QueryError) as plain:
+            list(PlainEvent.query("u", filter_condition=make(PlainEvent)))
+        assert (
+            plain.value.cause_response_message
+            == str(sharded.value.cause_response_message).split(";")[0]
+        )
+
+
 def test_a_negative_limit_fails_like_a_plain_model(backend: str) -> None:
     with pytest.raises(QueryError) as sharded:
         list(RandomEvent.query("u", limit=-1))
