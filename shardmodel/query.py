@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import heapq
 import math
-import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from decimal import Decimal
 from queue import SimpleQueue
 from typing import Any, Generic, TypeVar
@@ -24,6 +22,7 @@ from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
+from shardmodel._workers import Task, shared_workers
 from shardmodel.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
 __all__ = [
@@ -34,33 +33,12 @@ __all__ = [
     "count_shards",
     "dynamodb_sort_key",
     "first_page_size",
-    "shared_pool",
 ]
 
 _T = TypeVar("_T")
 _RawItem = dict[str, dict[str, Any]]
 #: fetch(physical key, exclusive start key, page limit) -> a Query response
 Fetch = Callable[[str, RawKey | None, int | None], dict[str, Any]]
-
-#: Worker threads shared by every merged query and count of the process. Each query uses
-#: at most its ``parallelism`` of them; they start on first use and then stay, because
-#: starting a thread waits for the GIL behind the others' work (milliseconds per query).
-SHARED_WORKERS = 64
-
-_pool_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-
-
-def shared_pool() -> ThreadPoolExecutor:
-    """The process-wide worker pool of merged queries (created on first use)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(
-                max_workers=SHARED_WORKERS, thread_name_prefix="shardmodel-query"
-            )
-        return _pool
-
 
 #: Items a multi-shard query without a limit keeps in flight, over all shards. One parsed
 #: 1 MB page of ~100-byte items holds about 10,000; with two pages per shard in flight
@@ -155,7 +133,7 @@ class _Descending:
 class _Shard:
     """One shard's stream: what it has fetched, what the caller received from it."""
 
-    __slots__ = ("buffer", "exhausted", "future", "group", "key", "last", "next_start", "start")
+    __slots__ = ("buffer", "exhausted", "group", "key", "last", "next_start", "start", "task")
 
     def __init__(self, key: str, group: int, start: RawKey | None, done: bool) -> None:
         self.key = key
@@ -165,7 +143,7 @@ class _Shard:
         self.next_start: RawKey | None = start  # ExclusiveStartKey of the next fetch
         self.exhausted = done  # no more pages
         self.buffer: deque[_RawItem] = deque()
-        self.future: Future[dict[str, Any]] | None = None
+        self.task: Task[dict[str, Any]] | None = None  # the request in flight
 
 
 class MergedQuery(Generic[_T]):
@@ -220,7 +198,7 @@ class MergedQuery(Generic[_T]):
         self.shard_count = sum(len(g) for g in self._groups)
         self._workers = max(1, min(parallelism, max((len(g) for g in self._groups), default=1)))
         self._inflight = 0
-        self._done: SimpleQueue[tuple[_Shard, Future[dict[str, Any]]]] = SimpleQueue()
+        self._done: SimpleQueue[Task[dict[str, Any]]] = SimpleQueue()
         self._heap: list[tuple[Any, int, _RawItem, _Shard]] = []
         self._waiting: set[_Shard] = set()
         self._active = -1
@@ -276,21 +254,21 @@ class MergedQuery(Generic[_T]):
         if self._closed:
             return
         self._closed = True
-        running = []
         for group in self._groups:
             for shard in group:
-                if shard.future is not None and not shard.future.cancel():
-                    running.append(shard.future)
-                shard.future = None
-        wait(running)
-        self._inflight = 0
+                if shard.task is not None:
+                    shard.task.cancel()  # not yet started: skipped
+                shard.task = None
+        while self._inflight:  # every task comes back once, run or skipped
+            self._done.get()
+            self._inflight -= 1
         self._waiting.clear()  # the heap stays: the cursor still needs what it holds
 
     def __del__(self) -> None:
         for group in getattr(self, "_groups", ()):
             for shard in group:
-                if shard.future is not None:
-                    shard.future.cancel()
+                if shard.task is not None:
+                    shard.task.cancel()
 
     @property
     def outstanding(self) -> int:
@@ -353,34 +331,34 @@ class MergedQuery(Generic[_T]):
         return max(25, self._item_budget // (2 * shards))
 
     def _schedule(self, shard: _Shard) -> None:
-        if shard.future is not None or shard.exhausted or self._closed:
+        if shard.task is not None or shard.exhausted or self._closed:
             return
         if self._inflight >= self._workers:
             return  # at this query's share of the pool; _fill schedules it later
         page = self._page(first=shard.next_start is shard.start and shard.last is None)
-        future = shared_pool().submit(self._fetch, shard.key, shard.next_start, page)
-        shard.future = future
+        shard.task = shared_workers().submit(
+            self._fetch, (shard.key, shard.next_start, page), self._done, shard
+        )
         self._inflight += 1
-        future.add_done_callback(lambda done: self._done.put((shard, done)))
 
     def _fill(self) -> None:
         """Wait until every shard the merge needs has delivered, failing fast on errors."""
         while self._waiting:
             for shard in list(self._waiting):
                 self._schedule(shard)
-            finished = [self._done.get()]  # a queue, not wait(): no waiter per future per wake
+            finished = [self._done.get()]
             while not self._done.empty():
                 finished.append(self._done.get())
-            for shard, future in finished:
-                if shard.future is future:  # else a request close() already gave up
-                    self._absorb(shard, future.result())
+            self._inflight -= len(finished)
+            for task in finished:
+                shard = task.tag
+                shard.task = None
+                self._absorb(shard, task.value())
             if self._limit is None and self._active >= 0:
                 for shard in self._groups[self._active]:
                     self._prefetch(shard)
 
     def _absorb(self, shard: _Shard, response: dict[str, Any]) -> None:
-        shard.future = None
-        self._inflight -= 1
         items = response.get("Items", [])
         self.requests += 1
         self.items_read += len(items)
@@ -435,9 +413,13 @@ def count_shards(
         return count_one(keys[0])
     total = 0
     step = max(1, parallelism)
+    replies: SimpleQueue[Task[int]] = SimpleQueue()
     for start in range(0, len(keys), step):
-        futures = [shared_pool().submit(count_one, key) for key in keys[start : start + step]]
-        total += sum(future.result() for future in futures)
+        batch = keys[start : start + step]
+        for key in batch:
+            shared_workers().submit(count_one, (key,), replies)
+        tasks = [replies.get() for _ in batch]  # all back before raising: none left working
+        total += sum(task.value() for task in tasks)
     return total
 
 
