@@ -130,6 +130,24 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     for ts, number in [(ts, n) for (_, n), ts in zip(asked[:3], timestamps, strict=False)]:
         assert RandomEvent.get(key, number).event_type == _kind(ts)
         assert HashedEvent.get(key, number).event_type == _kind(ts)
+    _check_scans(key, scenario)
+
+
+def _check_scans(key: str, scenario: dict[str, Any]) -> None:
+    """Scans (with the scenario's filter, and with one on a number) see the same items."""
+
+    def scanned(model: Any) -> list[tuple[int, str]]:
+        kind = scenario["filter"]
+        low = _number(scenario, scenario["bounds"][0], scenario.get("bound_form", "int"))
+        condition = model.timestamp >= low
+        if kind is not None:
+            condition &= model.event_type == kind
+        found = model.scan(condition, page_size=scenario["page_size"])
+        return sorted((e.timestamp, e.event_type) for e in found if e.user_id == key)
+
+    expected = scanned(PlainEvent)
+    for model in (RandomEvent, HashedEvent):
+        assert scanned(model) == expected, f"{model.__name__}.scan"
 
 
 def _kind(ts: int) -> str:
