@@ -293,11 +293,14 @@ def _complete(buffer: bytearray) -> bytes | None:
     lines = bytes(buffer[:end]).decode("latin-1").split("\r\n")
     if lines[0].split(" ")[1] != "200":
         raise RuntimeError(f"not a 200 response: {bytes(buffer[:300])!r}")
-    length = next(
-        int(value)
+    lengths = [
+        value
         for name, _, value in (line.partition(":") for line in lines[1:])
         if name.strip().lower() == "content-length"
-    )
+    ]
+    if not lengths:
+        raise RuntimeError(f"no Content-Length (this loop reads no other framing): {lines}")
+    length = int(lengths[0])
     if len(buffer) < end + 4 + length:
         return None
     return bytes(buffer[end + 4 : end + 4 + length])
@@ -557,6 +560,10 @@ def measure(url: str) -> dict[str, dict[str, float]]:
 
 
 def print_requests(found: dict[str, dict[str, float]]) -> None:
+    from botocore.compat import HAS_CRT
+
+    if HAS_CRT:
+        print("note: awscrt is importable beside botocore here, so botocore signs with it")
     print(
         f"request paths on dynalite; body codec {CODEC} except botocore's and LeanClient's."
         f"\nCPU: process CPU per 13-item Query, one after another, {CPU_ROUNDS} interleaved"
