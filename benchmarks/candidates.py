@@ -178,6 +178,8 @@ def urllib3_sigv4(url: str) -> Candidate:
         response = pool.urlopen(
             "POST", "/", body=body, headers=dict(request.headers.items()), retries=False
         )
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {response.data[:200]!r}")
         return _loads(response.data)
 
     return Threaded("urllib3 + botocore SigV4Auth", query)
