@@ -53,9 +53,22 @@ PYTEST_FLAGS ?= -n auto -v --durations=15
 test: $(STAMP) $(NODE_STAMP) lint docs doctest examples
 	$(PY) -m pytest $(PYTEST_FLAGS)
 
+# The request-path candidates benchmarks/candidates.py measures: the `candidates` extra's
+# packages alone (`pip install -e .[candidates]` would repoint the editable install), and
+# awscrt in a directory of its own that only that benchmark puts on sys.path (importable
+# beside botocore, awscrt makes botocore sign with it: every other test would change).
+CANDIDATES_STAMP := $(VENV)/.candidates-stamp
+EXTRA = $(PY) -c 'import configparser, sys; c = configparser.ConfigParser(); c.read("setup.cfg"); print(c["options.extras_require"][sys.argv[1]])'
+
+$(CANDIDATES_STAMP): setup.cfg $(STAMP)
+	@echo "Installing the request-path candidates the bench measures (httpx, aiohttp, msgspec, awscrt)..."
+	$(PY) -m pip install --quiet $$($(EXTRA) candidates)
+	$(PY) -m pip install --quiet --upgrade --target $(VENV)/candidates-crt $$($(EXTRA) candidates-crt)
+	touch $@
+
 # the output is kept in benchmarks/last_run.txt: the performance page draws its charts
 # from it (docs/charts.py), so commit it with the numbers the page quotes
-bench: $(STAMP) $(NODE_STAMP)
+bench: $(STAMP) $(NODE_STAMP) $(CANDIDATES_STAMP)
 	set -o pipefail; $(PY) -m benchmarks | tee benchmarks/last_run.txt
 
 clean:

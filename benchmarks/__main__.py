@@ -1,9 +1,9 @@
 """Run every benchmark: `python -m benchmarks` (write path, merged query and its floor,
-rounds per read, ordered-shard boundaries)."""
+rounds per read, ordered-shard boundaries, the request-path candidates)."""
 
 from __future__ import annotations
 
-from benchmarks import boundaries_bench, query_bench, rounds, write_path
+from benchmarks import boundaries_bench, candidates, query_bench, rounds, write_path
 
 
 def main() -> None:
@@ -16,6 +16,8 @@ def main() -> None:
     rounds.main()
     print("\n== benchmarks/boundaries_bench.py")
     boundaries_bench.main()
+    print("\n== benchmarks/candidates.py")
+    candidates.main()
 
 
 if __name__ == "__main__":
