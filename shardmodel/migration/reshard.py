@@ -107,9 +107,18 @@ class Reshard:
             raise ShardConfigurationError(f"{name} already has {old} shards; nothing to do")
         numbered = layout.strategies[numbered_position(name, layout)]
         if isinstance(numbered, RandomShards) and to < old:
+            if getattr(self.model, "_counter_names", ()):
+                raise ShardConfigurationError(
+                    f"{name}: shrinking a counter model's RandomShards ({old} -> {to}) is not "
+                    "supported: a retired shard's partial sums would move while readers sum "
+                    "the shards one request at a time, so a read could count a moved share "
+                    "twice or not at all; keep the count (extra shards cost only reads)"
+                )
             raise ShardConfigurationError(
-                f"{name}: shrinking RandomShards ({old} -> {to}) is not supported yet: an item "
-                "on a retired shard has no single new shard; use HashShards, or keep the count"
+                f"{name}: shrinking RandomShards ({old} -> {to}) is not supported: an item on "
+                "a retired shard could move to shard mod the new count, but once copied it "
+                "cannot be told from an item born on that shard, so a process a phase behind "
+                "could update one copy and not the other; use HashShards, or keep the count"
             )
         if segments < 1 or settle_seconds < 0:
             raise ShardConfigurationError(

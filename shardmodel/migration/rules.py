@@ -22,9 +22,11 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import evolve, frozen
+from pynamodb.constants import ALL
+from pynamodb.indexes import LocalSecondaryIndex
 from pynamodb.models import Model
 
 from shardmodel._time import Clock, SystemClock
@@ -229,24 +231,49 @@ class ReshardWatch:
 
 
 def check_reshardable(model: type[Model]) -> None:
-    """Refuse models a shard count change does not support yet, naming what to change."""
+    """Refuse models a shard count change does not support, naming what to change."""
     name = model.__name__
     attr = getattr(model, "_shard_attribute", lambda: None)()
     if attr is None:
         raise ShardConfigurationError(f"{name}: no sharded partition key to reshard")
     numbered = attr.layout.strategies[numbered_position(name, attr.layout)]
-    if getattr(model, "_counter_names", ()):
+    if getattr(model, "_counter_names", ()) and not isinstance(numbered, RandomShards):
         raise ShardConfigurationError(
-            f"{name}: resharding a counter model is not supported yet (its counters are "
-            "spread over the shards by design); create a new table and roll the counters up"
+            f"{name}: a counter model is resharded only on RandomShards (it grows by "
+            "reading the new shards too); under HashShards each increment sits on a shard "
+            "whose number changes, and moving partial sums under concurrent adds is not "
+            "exact; create a new table and roll the counters up"
         )
-    if getattr(model, "_indexes", None):
+    for index_name, index in (getattr(model, "_indexes", None) or {}).items():
+        _check_index(model, attr, index_name, index)
+
+
+def _check_index(model: type[Model], attr: Any, index_name: str, index: Any) -> None:
+    """An index read keeps one copy by the item's table key: the index must hold its inputs."""
+    name = model.__name__
+    if isinstance(index, LocalSecondaryIndex):
         raise ShardConfigurationError(
-            f"{name}: resharding a model with secondary indexes is not supported yet (an "
-            "item's two copies would both show in index queries)"
+            f"{name}: local secondary index {index_name!r} shares the table's partition "
+            "key, whose shard count would change under it (its cursors name the old "
+            "layout's shards); resharding a model with a local index is not supported, "
+            "use a global secondary index"
         )
-    if isinstance(numbered, RandomShards) and not attr.layout.deterministic:
+    projection = index.Meta.projection
+    if projection.projection_type == ALL:
         return
+    attributes = model.get_attributes()
+    held = {a.attr_name for a in attributes.values() if a.is_hash_key or a.is_range_key}
+    held |= {a.attr_name for a in index.Meta.attributes.values()}
+    held |= set(projection.non_key_attributes or ())
+    needed = [attributes[n].attr_name for n in attr.layout.attributes]
+    missing = [n for n in needed if n not in held]
+    if missing:
+        raise ShardConfigurationError(
+            f"{name}: index {index_name!r} does not project {', '.join(missing)}, which the "
+            "partition key's shard is computed from; an index read during the shard count "
+            "change tells an item's two copies apart by it: project it (IncludeProjection "
+            "or AllProjection)"
+        )
 
 
 def follow(
