@@ -19,7 +19,7 @@ from shardmodel.migration import Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, create_tables, drop_tables
 from tests.integration.conftest import CREDENTIALS
-from tests.migration_models import MIGRATION_MODELS, Reading, WideReading
+from tests.migration_models import MIGRATION_MODELS, Reading, Tagged, Views, WideReading
 
 KEYS = ("a", "b", "c")
 STABLE = range(40)
@@ -292,3 +292,40 @@ def test_a_backfill_process_killed_mid_way_resumes(server: str) -> None:
     client = Reading._get_connection().connection.client
     raw = client.scan(TableName=Reading.Meta.table_name, ConsistentRead=True)["Items"]
     assert len(raw) == 400 and all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < 32 for i in raw)
+
+
+def test_index_reads_and_counters_through_every_phase(server: str) -> None:
+    """A model with a plain and a sharded index, and a counter model, each grow 16 -> 32."""
+    reference = {seq: "red" if seq % 2 else "blue" for seq in range(10)}
+    for seq, color in reference.items():
+        Tagged(sensor="k", seq=seq, color=color, team="t").save()
+    for _ in range(10):
+        Views.add("p", views=1)
+    total = 10
+    for model in (Tagged, Views):
+        follow(model, cache_seconds=0)
+    fresh = iter(range(100, 1000))
+    for model in (Tagged, Views):
+        for state in Reshard(model).steps(32, settle_seconds=0, page_size=4):
+            if model is Views:
+                Views.add("p", views=2)
+                Views.add("p", views=3, token=state.phase.value)
+                Views.add("p", views=3, token=state.phase.value)  # a retry
+                total += 5
+                assert Views.get("p", consistent_read=True).views == total, state.phase
+                assert Views.count("p") == 1
+                continue
+            seq = next(fresh)
+            Tagged(sensor="k", seq=seq, color="red", team="t").save()
+            reference[seq] = "red"
+            victim = min(reference)
+            Tagged.get("k", victim).delete()
+            del reference[victim]
+            red = sorted(s for s, c in reference.items() if c == "red")
+            assert [i.seq for i in Tagged.by_color.query("red")] == red, state.phase
+            assert Tagged.count("red", index_name="by-color") == len(red)
+            assert [i.seq for i in Tagged.by_team.query("t")] == sorted(reference), state.phase
+            assert Tagged.count("t", index_name="by-team") == len(reference)
+    client = Tagged._get_connection().connection.client
+    raw = client.scan(TableName=Tagged.Meta.table_name, ConsistentRead=True)["Items"]
+    assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(reference)  # no copy left
