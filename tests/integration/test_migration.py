@@ -55,6 +55,7 @@ class Ledger:
         self.lock = threading.Lock()
         self.saved: dict[tuple[str, int], tuple[float, float]] = {}
         self.deleted: dict[tuple[str, int], tuple[float, float | None]] = {}
+        self.longest = 0.0  # the longest save or delete (both keys), against SETTLE
 
     def bounds(self, key: str, start: float, end: float) -> tuple[set[int], set[int]]:
         """Items surely present during [start, end], and items possibly present."""
@@ -88,6 +89,7 @@ def writer(
             model(sensor=key, seq=seq, value=f"w{number}").save()
             with ledger.lock:
                 ledger.saved[(key, seq)] = (began, time.monotonic())
+                ledger.longest = max(ledger.longest, time.monotonic() - began)
             mine.append((key, seq))
             if serial % 3 == 0:  # delete one of its own earlier items
                 gone = mine.pop(rng.randrange(len(mine)))
@@ -97,6 +99,7 @@ def writer(
                 item.delete()
                 with ledger.lock:
                     ledger.deleted[gone] = (ledger.deleted[gone][0], time.monotonic())
+                    ledger.longest = max(ledger.longest, time.monotonic() - ledger.deleted[gone][0])
             if serial % 4 == 0:  # rewrite a stable item with the same value
                 stable = model.get(rng.choice(KEYS), rng.choice(STABLE))
                 stable.update(actions=[model.value.set("stable")])
@@ -200,12 +203,18 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     server: str, model: Any, to: int
 ) -> None:
     if server == "moto":
-        # the shrink run returned an item a writer had deleted, reproducibly on the moto
-        # server and never on dynalite; like test_dynamic's racing growers, the race is
-        # proven on dynalite (an open question: moto's non-atomic conditional writes)
+        # The shrink run once returned an item a writer had deleted on the moto server.
+        # Rerun 4 times since (grow and shrink), it passed every time: not reproduced.
+        # Two things the protocol assumes and a moto server in this process breaks: every
+        # conditional write is atomic (test_moto_conditional_writes_are_not_atomic shows
+        # moto's are not), and no operation's requests span more than settle_seconds (a
+        # writer stalled between a delete's two keys past the cleanup's second look
+        # would have its item copied back; the moto server shares this process's GIL
+        # with every thread of the run, and the run takes 4 minutes under load). The
+        # run is kept on dynalite, where both hold.
         pytest.skip(
-            "moto server applies concurrent conditional writes non-atomically; the race "
-            "is proven on dynalite"
+            "moto's conditional writes are not atomic (see "
+            "test_moto_conditional_writes_are_not_atomic); proven on dynalite"
         )
     with model.batch_write() as batch:
         for key in KEYS:
@@ -229,7 +238,8 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     for thread in load:
         thread.join(DEADLINE)
     assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {phases}"
-    assert errors == []
+    # the phase rules assume no operation spans more than SETTLE (one phase of lag)
+    assert errors == [], f"longest write {ledger.longest:.1f}s (settle {SETTLE}s): {errors}"
     assert phases == list(Phase)
     assert len(pages) > 10
     unfollow(model)  # the code now declares the new count: read with the new layout only
@@ -329,3 +339,58 @@ def test_index_reads_and_counters_through_every_phase(server: str) -> None:
     client = Tagged._get_connection().connection.client
     raw = client.scan(TableName=Tagged.Meta.table_name, ConsistentRead=True)["Items"]
     assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(reference)  # no copy left
+
+
+@pytest.mark.xfail(strict=True, reason="moto checks a condition and writes without a lock")
+def test_moto_conditional_writes_are_not_atomic(moto_url: str) -> None:
+    """Two concurrent creates of one key (attribute_not_exists): DynamoDB lets one win.
+
+    moto's Table.put_item reads the current item, evaluates the condition, then stores
+    the new one, with no lock between: a server that takes a moment between the two
+    (here: its item lookup pauses) lets both creates pass their condition.
+    """
+    import boto3
+    from moto.dynamodb.models.table import Table
+
+    settings = {**CREDENTIALS, "region_name": CREDENTIALS["region"]}
+    del settings["region"]
+    client = boto3.client("dynamodb", endpoint_url=moto_url, **settings)
+    client.create_table(
+        TableName="moto-atomicity",
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    lookup = Table.get_item
+    both = threading.Barrier(2)
+    created: list[int] = []
+
+    def slow_lookup(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = lookup(self, *args, **kwargs)
+        time.sleep(1.0)  # a slow server: the other request runs meanwhile
+        return found
+
+    def create(writer: int) -> None:
+        mine = boto3.client("dynamodb", endpoint_url=moto_url, **settings)
+        both.wait()
+        try:
+            mine.put_item(
+                TableName="moto-atomicity",
+                Item={"k": {"S": "one"}, "writer": {"N": str(writer)}},
+                ConditionExpression="attribute_not_exists(k)",
+            )
+            created.append(writer)
+        except mine.exceptions.ConditionalCheckFailedException:
+            pass
+
+    Table.get_item = slow_lookup  # type: ignore[method-assign]
+    try:
+        threads = [threading.Thread(target=create, args=(w,)) for w in (1, 2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        Table.get_item = lookup  # type: ignore[method-assign]
+        client.delete_table(TableName="moto-atomicity")
+    assert len(created) == 1, f"both conditional creates succeeded: writers {created}"
