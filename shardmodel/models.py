@@ -328,8 +328,13 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             return None
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
+        migration = self._migration() if self._shard_attribute() is not None else None
+        old_first = migration is not None and migration.rules.old_first
+        if old_first:  # the stale copy goes first (see PhaseRules.old_first)
+            self._write_copies(delete=True)
         result = super().delete(condition, add_version_condition=add_version_condition)
-        self._write_copies(delete=True)
+        if not old_first:
+            self._write_copies(delete=True)
         return result
 
     def get_update_kwargs_from_instance(

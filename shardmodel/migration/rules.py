@@ -11,8 +11,8 @@ prepare  old            old + new      old + new  old
 dual     old, then new  old + new      old + new  old
 backfill old, then new  old + new      old + new  old
 read_new new, then old  old + new      old + new  new
-new_only new            old + new      old + new  new
-cleanup  new            old + new      old + new  new
+new_only new            old, then new  old + new  new
+cleanup  new            old, then new  old + new  new
 done     new            new            new        new
 ======== ============== ============== ========== ===========
 """
@@ -59,6 +59,10 @@ class PhaseRules:
     deletes: tuple[Side, ...]
     reads: tuple[Side, ...]
     prefer_new: bool
+    #: a delete removes the old copy before the new one (the primary, which carries the
+    #: delete's condition): once no reader prefers the old copy, a delete in flight then
+    #: never looks to the cleanup like an old copy whose new copy was lost
+    old_first: bool = False
 
 
 _BOTH: tuple[Side, ...] = ("old", "new")
@@ -67,8 +71,8 @@ RULES: dict[Phase, PhaseRules] = {
     Phase.DUAL_WRITE: PhaseRules(_BOTH, _BOTH, _BOTH, False),
     Phase.BACKFILL: PhaseRules(_BOTH, _BOTH, _BOTH, False),
     Phase.READ_NEW: PhaseRules(("new", "old"), _BOTH, _BOTH, True),
-    Phase.NEW_ONLY: PhaseRules(("new",), _BOTH, _BOTH, True),
-    Phase.CLEANUP: PhaseRules(("new",), _BOTH, _BOTH, True),
+    Phase.NEW_ONLY: PhaseRules(("new",), _BOTH, _BOTH, True, old_first=True),
+    Phase.CLEANUP: PhaseRules(("new",), _BOTH, _BOTH, True, old_first=True),
     Phase.DONE: PhaseRules(("new",), ("new",), ("new",), True),
 }
 

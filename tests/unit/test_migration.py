@@ -640,3 +640,51 @@ def test_counters_grow_by_reading_the_new_shards_too(migration_tables: Simulated
     follow(Redeployed, cache_seconds=0, clock=clock)
     assert Redeployed._migration() is None
     assert Redeployed.get("p").views == total["n"]
+
+
+def test_a_delete_stalled_between_its_two_keys_is_not_undone_by_the_cleanup(
+    migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer pauses inside a delete for longer than the settle time, the cleanup runs.
+
+    From new_only on a delete removes the old copy first: the cleanup, meeting the item's
+    new copy alone, leaves it to the delete, which then removes it. (Removing the new
+    copy first, the cleanup would find an old copy without a new one a settle time later
+    and copy it back: the deleted item would return.)
+    """
+    clock = migration_tables
+    moving = [
+        s
+        for s in range(40)
+        if Reading(sensor="k", seq=s)._stored_key() != WideReading(sensor="k", seq=s)._stored_key()
+    ]
+    for seq in moving[:3]:
+        Reading(sensor="k", seq=seq, value="v").save()
+    follow(Reading, cache_seconds=0, clock=clock)
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    state = operator.status()
+    while state is not None and state.phase != Phase.CLEANUP:
+        clock.advance(1)
+        if state.phase == Phase.BACKFILL:
+            operator.run_job()
+        state = operator.advance()
+    assert len(raw_keys(Reading)) == 6  # each item at its old and its new key
+    victim = Reading.get("k", moving[0])
+    connection = Reading._get_connection()
+    original = connection.delete_item
+    calls = {"n": 0}
+
+    def stalled(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 1:  # between the delete's two keys: the whole cleanup runs
+            operator.run_job()
+        return result
+
+    monkeypatch.setattr(connection, "delete_item", stalled)
+    victim.delete()
+    assert calls["n"] == 2
+    monkeypatch.undo()
+    expect(Reading, "k", {s: "v" for s in moving[1:3]}, gone={moving[0]})
+    assert len(raw_keys(Reading)) == 2
