@@ -202,20 +202,17 @@ def migrate(model: Any, to: int, phases: list[Phase], errors: list[str]) -> None
 def test_a_migration_under_load_loses_and_duplicates_nothing(
     server: str, model: Any, to: int
 ) -> None:
-    if server == "moto":
-        # The shrink run once returned an item a writer had deleted on the moto server.
-        # Rerun 4 times since (grow and shrink), it passed every time: not reproduced.
-        # Two things the protocol assumes and a moto server in this process breaks: every
-        # conditional write is atomic (test_moto_conditional_writes_are_not_atomic shows
-        # moto's are not), and no operation's requests span more than settle_seconds (a
-        # writer stalled between a delete's two keys past the cleanup's second look
-        # would have its item copied back; the moto server shares this process's GIL
-        # with every thread of the run, and the run takes 4 minutes under load). The
-        # run is kept on dynalite, where both hold.
-        pytest.skip(
-            "moto's conditional writes are not atomic (see "
-            "test_moto_conditional_writes_are_not_atomic); proven on dynalite"
-        )
+    if server == "moto" and to > 16:
+        # The shrink run on moto once returned a deleted item: a writer stalled between a
+        # delete's two keys past the cleanup's second look (this process's GIL is shared
+        # with the in-process moto server and every thread of the run), so the cleanup
+        # copied back an old copy it took for lost. Deletes now remove the old copy
+        # first from new_only on (test_a_delete_stalled_between_its_two_keys_... in
+        # tests/unit/test_migration.py). Shrink runs on moto again; grow, the same
+        # protocol, runs on dynalite only to keep the suite's time (4 minutes a run on
+        # moto under load). moto's conditional writes are not atomic
+        # (test_moto_conditional_writes_are_not_atomic): dynalite is the reference.
+        pytest.skip("grow under load runs on dynalite; shrink covers moto (suite time)")
     with model.batch_write() as batch:
         for key in KEYS:
             for seq in STABLE:
