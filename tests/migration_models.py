@@ -53,6 +53,18 @@ class Click(ShardedModel):
     value = UnicodeAttribute(null=True)
 
 
+class WideClick(ShardedModel):
+    """Append-only clicks on 32 random shards: the model a random shrink starts from."""
+
+    class Meta:
+        table_name = "reshard-wide-clicks"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(32))
+    seq = NumberAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+
+
 class DayReading(ShardedModel):
     """Daily time buckets composed with a hash of the sort key."""
 
@@ -125,4 +137,4 @@ class Views(ShardedModel):
     title = UnicodeAttribute(null=True)
 
 
-MIGRATION_MODELS = (Reading, WideReading, Click, DayReading, Tagged, WideTagged, Views)
+MIGRATION_MODELS = (Reading, WideReading, Click, WideClick, DayReading, Tagged, WideTagged, Views)

@@ -114,12 +114,13 @@ class Reshard:
                     "the shards one request at a time, so a read could count a moved share "
                     "twice or not at all; keep the count (extra shards cost only reads)"
                 )
-            raise ShardConfigurationError(
-                f"{name}: shrinking RandomShards ({old} -> {to}) is not supported: an item on "
-                "a retired shard could move to shard mod the new count, but once copied it "
-                "cannot be told from an item born on that shard, so a process a phase behind "
-                "could update one copy and not the other; use HashShards, or keep the count"
-            )
+            if getattr(self.model, "_indexes", None):
+                raise ShardConfigurationError(
+                    f"{name}: shrinking RandomShards ({old} -> {to}) on a model with secondary "
+                    "indexes is not supported: an index read keeps one copy by that copy "
+                    "alone, and an item moved from shard s and one born on s mod "
+                    f"{to} look alike there; keep the count, or grow instead"
+                )
         if segments < 1 or settle_seconds < 0:
             raise ShardConfigurationError(
                 "reshard: --segments must be at least 1 and the settle time 0 or more seconds"

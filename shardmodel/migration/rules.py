@@ -104,13 +104,26 @@ def shard_count(model_name: str, layout: KeyLayout) -> int:
 
 
 def key_in(layout: KeyLayout, key: KeyValues, physical: str) -> str:
-    """The item's key in ``layout``: deterministic segments recomputed, random ones kept."""
+    """The item's key in ``layout``: deterministic segments recomputed, random ones kept.
+
+    A random shard beyond ``layout``'s count (a shrink's retired shard) becomes its
+    number modulo the count: each retired shard has one destination.
+    """
     _, texts = layout.split(physical)
     segments: list[Segment] = []
     rng = random.Random(0)  # unused: deterministic strategies ignore it
     for strategy, text in zip(layout.strategies, texts, strict=True):
-        segments.append(strategy.pick(key, rng) if strategy.deterministic else text)
+        if strategy.deterministic:
+            segments.append(strategy.pick(key, rng))
+        elif isinstance(strategy, RandomShards) and _shard(layout, text) >= strategy.n:
+            segments.append(_shard(layout, text) % strategy.n)
+        else:
+            segments.append(text)
     return PhysicalKey(layout.compose(key.logical_key, segments))
+
+
+def _shard(layout: KeyLayout, text: str) -> int:
+    return int(text) - layout.first_shard
 
 
 @frozen
@@ -158,13 +171,69 @@ class ActiveMigration:
         return self._others(self.rules.deletes, key, primary)
 
     def _others(self, sides: Sequence[Side], key: KeyValues, primary: str) -> list[str]:
-        keys = [key_in(self.layout(side), key, primary) for side in sides]
+        keys = [k for side in sides for k in self.keys_in(side, key, primary)]
         return [k for k in dict.fromkeys(keys) if k != primary]
+
+    @property
+    def random_shrink(self) -> bool:
+        """True when a RandomShards count shrinks: a new key has several old ones."""
+        position = numbered_position("", self.old)
+        old, new = self.old.strategies[position], self.new.strategies[position]
+        return isinstance(old, RandomShards) and new.n < old.n  # type: ignore[attr-defined]
+
+    def keys_in(self, side: Side, key: KeyValues, physical: str) -> list[str]:
+        """The item's keys in one side's layout.
+
+        Shrinking RandomShards, a new shard ``t`` receives the items of ``t``,
+        ``t + N``, ``t + 2N`` ... (N the new count): an item at a new key may have its
+        original at any of them (at most one holds it: an item has one logical key).
+        """
+        if side == "new" or not self.random_shrink:
+            return [key_in(self.layout(side), key, physical)]
+        position = numbered_position("", self.old)
+        _, texts = self.old.split(physical)
+        shard = _shard(self.old, texts[position])
+        step = self.new.strategies[position].n  # type: ignore[attr-defined]
+        count = self.old.strategies[position].n  # type: ignore[attr-defined]
+        if shard >= step:
+            return [physical]
+        keys: list[str] = []
+        for number in range(shard, count, step):
+            segments: list[Segment] = list(texts)
+            segments[position] = number
+            keys.append(PhysicalKey(self.old.compose(key.logical_key, segments)))
+        return keys
+
+    def only_if_stored(self, primary: str, other: str) -> bool:
+        """True when a write at ``primary`` reaches ``other`` only if an item is there.
+
+        Shrinking RandomShards, a write at a new key mirrors to the retired keys that
+        may hold its original; a retired key without it must stay empty (an item born
+        on a new shard has no original), so those writes are conditional.
+        """
+        return self.random_shrink and not self.is_moved_key(primary) and self.is_moved_key(other)
+
+    def is_moved_key(self, physical: str) -> bool:
+        """True for a key on a shard the new layout does not have."""
+        position = numbered_position("", self.old)
+        _, texts = self.old.split(physical)
+        count: int = self.new.strategies[position].n  # type: ignore[attr-defined]
+        return _shard(self.old, texts[position]) >= count
 
     def is_preferred(self, key: KeyValues, physical: str) -> bool:
         """True when ``physical`` is the item's key in the layout reads prefer."""
         layout = self.new if self.rules.prefer_new else self.old
         return key_in(layout, key, physical) == physical
+
+    def is_current(self, key: KeyValues, physical: str) -> bool:
+        """Of an item's copies found together, True for the one reads return.
+
+        Shrinking RandomShards, both the original on a retired shard and its copy are
+        at valid old keys: before ``read_new`` the original (retired) one is current.
+        """
+        if self.random_shrink and not self.rules.prefer_new:
+            return self.is_moved_key(physical)
+        return self.is_preferred(key, physical)
 
     def is_moved(self, key: KeyValues, physical: str) -> tuple[bool, str]:
         """Whether the item at ``physical`` (an old key) has another new key, and that key."""

@@ -51,6 +51,7 @@ from tests.migration_models import (
     Reading,
     Tagged,
     Views,
+    WideClick,
     WideReading,
     WideTagged,
 )
@@ -97,6 +98,25 @@ class LocallyIndexed(ShardedModel):
     seq = NumberAttribute(range_key=True)
     other = NumberAttribute(null=True)
     by_seq = BySeq()
+
+
+class ByRandomNote(GlobalSecondaryIndex["RandomIndexed"]):
+    class Meta:
+        index_name = "by-note"
+        projection = AllProjection()
+
+    note = UnicodeAttribute(hash_key=True)
+
+
+class RandomIndexed(ShardedModel):
+    class Meta:
+        table_name = "reshard-random-indexed"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+    seq = NumberAttribute(range_key=True)
+    note = UnicodeAttribute(null=True)
+    by_note = ByRandomNote()
 
 
 class HashCounter(ShardedModel):
@@ -167,7 +187,7 @@ def test_a_changed_count_without_migration_misses_one_shard_gets(migration_table
     assert 5 <= len(moved) <= 15  # about half the items would be missed by a plain change
 
 
-@pytest.mark.parametrize("model", [Reading, WideReading, Click])
+@pytest.mark.parametrize("model", [Reading, WideReading, Click, WideClick])
 def test_every_phase_reads_exactly_the_logical_items(
     model: Any, migration_tables: SimulatedClock
 ) -> None:
@@ -367,8 +387,8 @@ def test_bad_requests_are_refused_before_anything_is_written(
         operator.start(16)
     with pytest.raises(ShardConfigurationError, match="between 1 and"):
         operator.start(0)
-    with pytest.raises(ShardConfigurationError, match="shrinking RandomShards"):
-        Reshard(Click, clock=clock).start(8)
+    with pytest.raises(ShardConfigurationError, match=r"shrinking RandomShards .* indexes"):
+        Reshard(RandomIndexed, clock=clock).start(2)
     with pytest.raises(ShardConfigurationError, match="shrinking a counter model"):
         Reshard(Views, clock=clock).start(8)
     with pytest.raises(ShardConfigurationError, match="counter model is resharded only on"):
