@@ -19,7 +19,14 @@ from shardmodel.migration import Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, create_tables, drop_tables
 from tests.integration.conftest import CREDENTIALS
-from tests.migration_models import MIGRATION_MODELS, Reading, Tagged, Views, WideReading
+from tests.migration_models import (
+    MIGRATION_MODELS,
+    Reading,
+    Tagged,
+    Views,
+    WideClick,
+    WideReading,
+)
 
 KEYS = ("a", "b", "c")
 STABLE = range(40)
@@ -336,6 +343,33 @@ def test_index_reads_and_counters_through_every_phase(server: str) -> None:
     client = Tagged._get_connection().connection.client
     raw = client.scan(TableName=Tagged.Meta.table_name, ConsistentRead=True)["Items"]
     assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(reference)  # no copy left
+
+
+def test_a_random_shrink_through_every_phase(server: str) -> None:
+    """RandomShards 32 -> 16: retired shards move to shard mod 16, nothing lost or doubled."""
+    reference = {seq: "v" for seq in range(20)}
+    for seq in reference:
+        WideClick(sensor="k", seq=seq, value="v").save()
+    follow(WideClick, cache_seconds=0)
+    fresh = iter(range(100, 1000))
+    for state in Reshard(WideClick).steps(16, settle_seconds=0, page_size=4):
+        seq = next(fresh)
+        WideClick(sensor="k", seq=seq, value=state.phase.value).save()
+        reference[seq] = state.phase.value
+        victim = min(reference)
+        WideClick.get("k", victim).delete()
+        del reference[victim]
+        item = WideClick.get("k", max(s for s in reference if s < 100))
+        item.update(actions=[WideClick.value.set(state.phase.value)])
+        reference[item.seq] = state.phase.value
+        got = {i.seq: i.value for i in WideClick.query("k")}
+        assert got == reference, state.phase
+        assert WideClick.count("k") == len(reference)
+        assert WideClick.get("k", item.seq).value == state.phase.value
+    client = WideClick._get_connection().connection.client
+    raw = client.scan(TableName=WideClick.Meta.table_name, ConsistentRead=True)["Items"]
+    assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(reference)
+    assert all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < 16 for i in raw)
 
 
 @pytest.mark.xfail(strict=True, reason="moto checks a condition and writes without a lock")
