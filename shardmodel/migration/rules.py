@@ -308,7 +308,14 @@ def check_reshardable(model: type[Model]) -> None:
     name = model.__name__
     attr = getattr(model, "_shard_attribute", lambda: None)()
     if attr is None:
-        raise ShardConfigurationError(f"{name}: no sharded partition key to reshard")
+        indexed = [a.attr_name for a in getattr(model, "_index_shard_box", ())]
+        hint = (
+            f"; an index's sharded key ({', '.join(indexed)}) keeps its count: declare a new "
+            "index attribute with the new count, save the items again, switch the queries"
+            if indexed
+            else ""
+        )
+        raise ShardConfigurationError(f"{name}: no sharded partition key to reshard{hint}")
     numbered = attr.layout.strategies[numbered_position(name, attr.layout)]
     if getattr(model, "_counter_names", ()) and not isinstance(numbered, RandomShards):
         raise ShardConfigurationError(
