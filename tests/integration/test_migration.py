@@ -252,7 +252,7 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     server: str, model: Any, to: int
 ) -> None:
     if server == "moto":
-        # The shrink run on moto returns a deleted item now and then (1 of 7 reruns after
+        # The shrink run on moto returns a deleted item now and then (1 of 10 reruns after
         # the failure that first skipped it; grow passed its one rerun), never on
         # dynalite, with every write well within the settle
         # time (the run now reports its longest write). The one shardmodel path found to
