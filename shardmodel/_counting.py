@@ -124,18 +124,36 @@ class Counting(PointReads):
                 "to among a fixed count, and a DynamicShards count changes; use "
                 "RandomShards(n) for idempotent counters, or add without a token"
             )
-        candidates = cls._candidate_keys(hash_key, range_key)
+        candidates = cls._counter_shards(hash_key, range_key, token=True)
         physical = candidates[token_shard(token, len(candidates))]
         cls._add_once(physical, key, actions, token, increments_print(increments))
 
     @classmethod
     def _write_counter(cls, hash_key: Any, range_key: Any, update: Callable[[str], Any]) -> None:
         """An untokened increment: ``update(physical key)`` on a random shard."""
-        candidates = cls._candidate_keys(hash_key, range_key)
+        candidates = cls._counter_shards(hash_key, range_key, token=False)
         physical = candidates[cls._sharded().rng.randrange(len(candidates))]
         # past botocore's own retries, resend only what surely was not applied: an
         # untokened ADD applied twice would count twice
         cls._resend(lambda: update(physical), lambda error: is_throttle(error) or is_unsent(error))
+
+    @classmethod
+    def _counter_shards(cls, hash_key: Any, range_key: Any, token: bool) -> list[str]:
+        """The shards an increment may go to.
+
+        During a shard count change (RandomShards growth) reads sum both layouts'
+        shards, and an increment goes to one shard of the layout the phase writes (the
+        old one until ``read_new``), so a reader one phase behind still sums it. A
+        tokened increment keeps the old layout throughout: a retry of it in a later
+        phase meets its own record on the same shard.
+        """
+        migration = cls._migration()
+        if migration is None:
+            return cls._candidate_keys(hash_key, range_key)
+        layout = migration.layout("old" if token else migration.rules.writes[0])
+        values = {} if cls._range_keyname is None else {cls._range_keyname: range_key}
+        key = cls._key_values(cls._check_logical(hash_key), values)
+        return layout.candidates(key, layout.candidate_segments(key))
 
     @classmethod
     def _add_once(

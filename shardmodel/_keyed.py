@@ -448,7 +448,7 @@ class KeyedModel(Model):
             attr = cls._sharded()
             for raw in copies:
                 item = cls.from_raw_data(raw)
-                if migration.is_preferred(item._instance_key_values(), raw[attr.attr_name][STRING]):
+                if migration.is_current(item._instance_key_values(), raw[attr.attr_name][STRING]):
                     return raw
             return copies[0]
         return copies[0] if len(copies) == 1 else max(copies, key=cls._shard_number)

@@ -22,6 +22,7 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import PhysicalKey
+from shardmodel.migration.copies import index_copies
 from shardmodel.migration.rules import COPY_MARKER
 from shardmodel.query import (
     GroupedQuery,
@@ -220,6 +221,7 @@ class Queries(KeyedModel):
         parallelism: int | None = None,
         time_range: TimeBounds | None = None,
         max_requests: int | None = None,
+        _all_copies: bool = False,
     ) -> Iterator[_M]:
         """Query one logical key across its shards as one ordered, resumable stream.
 
@@ -233,6 +235,28 @@ class Queries(KeyedModel):
         """
         if cls._counter_names and index_name is not None:
             check_index_read(cls, "query", attributes_to_get, filter_condition is not None)
+        if index_name is not None and not _all_copies and cls._shard_box:
+            # during a shard count change an index holds an item's two copies: keep one
+            copies, last_evaluated_key = index_copies(cls, last_evaluated_key)
+            if copies is not None:
+                results = cls.query(
+                    hash_key,
+                    range_key_condition,
+                    filter_condition,
+                    consistent_read,
+                    index_name,
+                    scan_index_forward,
+                    None,
+                    last_evaluated_key,
+                    copies.projection(cls, attributes_to_get),
+                    page_size,
+                    rate_limit,
+                    parallelism=parallelism,
+                    time_range=time_range,
+                    max_requests=max_requests,
+                    _all_copies=True,
+                )
+                return copies.wrap(results, limit)
         if cls._query_sharding(index_name) is None:
             return super().query(
                 hash_key,
@@ -255,8 +279,8 @@ class Queries(KeyedModel):
         check_paging(limit, page_size)
         check_filter(filter_condition, cls._query_keys(index_name))
         forward = scan_index_forward is not False
-        if index_name is None and cls._migration() is not None:
-            # an unchecked backfill copy: its original is read instead
+        if index_name is None and not cls._counter_names and cls._migration() is not None:
+            # an unchecked backfill copy: its original is read instead (counters: no copies)
             unchecked = Path(COPY_MARKER).does_not_exist()
             filter_condition = (
                 unchecked if filter_condition is None else filter_condition & unchecked
@@ -421,6 +445,24 @@ class Queries(KeyedModel):
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
         if cls._counter_names and index_name is not None:
             check_index_read(cls, "count", [], filter_condition is not None)
+        if index_name is not None and hash_key is not None and cls._migration() is not None:
+            # an index holds a moving item twice: count the query's items, one per item
+            keys = [
+                a.attr_name for a in (cls._hash_key_attribute(), cls._range_key_attribute()) if a
+            ]
+            found = cls.query(
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                limit=limit,
+                attributes_to_get=keys,
+                parallelism=parallelism,
+                time_range=time_range,
+                max_requests=max_requests,
+            )
+            return sum(1 for _ in found)
         if cls._counter_names and index_name is None:
             # a counter item's shard items are shares of one item: count summed items
             check_countable(cls, hash_key)

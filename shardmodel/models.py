@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER, STRING
+from pynamodb.exceptions import PutError
 from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 from pynamodb.indexes import GlobalSecondaryIndex
 from pynamodb.models import BatchWrite, MetaModel
@@ -29,6 +31,7 @@ from shardmodel.errors import (
 )
 from shardmodel.keys import KeyLayout
 from shardmodel.ordered import OrderedShards, check_sort_key
+from shardmodel.retry import is_condition_failure
 from shardmodel.strategies import DynamicShards, KeyValues, TimeBuckets
 
 __all__ = ["ShardedBatchWrite", "ShardedModel", "ShardedModelMeta"]
@@ -180,6 +183,13 @@ class ShardedBatchWrite(BatchWrite[_M]):
             )
         if put_item._shard_attribute() is not None:
             put_item._write_key()
+            migration = put_item._migration()
+            if migration is not None and migration.random_shrink:
+                raise UnsupportedOperationError(
+                    f"{type(put_item).__name__}: while RandomShards shrinks a save may reach "
+                    "a retired shard only if the item's original is there, a condition a "
+                    "batch cannot carry; call save() until the migration is done"
+                )
         super().save(put_item)
         for pinned in put_item._migration_copies(delete=False):
             super().save(pinned)
@@ -261,8 +271,20 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             connection = pinned._get_connection()
             if delete:
                 connection.delete_item(hash_key, range_key=range_key)
-            else:
-                connection.put_item(hash_key, range_key=range_key, attributes=attributes)
+                continue
+            migration = self._migration()
+            if migration is not None and migration.only_if_stored(self._write_key(), hash_key):
+                # a retired key that may hold this item's original (RandomShards shrink)
+                stored = Path([self._sharded().attr_name]).exists()
+                try:
+                    connection.put_item(
+                        hash_key, range_key=range_key, attributes=attributes, condition=stored
+                    )
+                except PutError as error:
+                    if not is_condition_failure(error):
+                        raise
+                continue
+            connection.put_item(hash_key, range_key=range_key, attributes=attributes)
 
     def _new_on_shard(self) -> bool:
         """True when this save picks a shard (no stored item of this key is known)."""
@@ -328,8 +350,13 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             return None
         if self._shard_attribute() is not None:
             condition = self._physical_condition(condition, self._stored_key())
+        migration = self._migration() if self._shard_attribute() is not None else None
+        old_first = migration is not None and migration.rules.old_first
+        if old_first:  # the stale copy goes first (see PhaseRules.old_first)
+            self._write_copies(delete=True)
         result = super().delete(condition, add_version_condition=add_version_condition)
-        self._write_copies(delete=True)
+        if not old_first:
+            self._write_copies(delete=True)
         return result
 
     def get_update_kwargs_from_instance(

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from typing import Any
 
-from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+
+from shardmodel import (
+    CounterAttribute,
+    HashShards,
+    RandomShards,
+    ShardedKeyAttribute,
+    ShardedModel,
+    TimeBuckets,
+)
 
 
 class Reading(ShardedModel):
@@ -43,6 +53,18 @@ class Click(ShardedModel):
     value = UnicodeAttribute(null=True)
 
 
+class WideClick(ShardedModel):
+    """Append-only clicks on 32 random shards: the model a random shrink starts from."""
+
+    class Meta:
+        table_name = "reshard-wide-clicks"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(32))
+    seq = NumberAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+
+
 class DayReading(ShardedModel):
     """Daily time buckets composed with a hash of the sort key."""
 
@@ -57,4 +79,62 @@ class DayReading(ShardedModel):
     value = UnicodeAttribute(null=True)
 
 
-MIGRATION_MODELS = (Reading, WideReading, Click, DayReading)
+def tagged(name: str, table: str, shards: int) -> type[ShardedModel]:
+    """A hash-sharded table key with a plain and a sharded global secondary index."""
+
+    class ByColor(GlobalSecondaryIndex[Any]):
+        """Items of one color, by sequence: a plain index (its key is not sharded)."""
+
+        class Meta:
+            index_name = "by-color"
+            projection = KeysOnlyProjection()
+
+        color = UnicodeAttribute(hash_key=True)
+        seq = NumberAttribute(range_key=True)
+
+    class ByTeam(GlobalSecondaryIndex[Any]):
+        """Items of one team, by sequence: a sharded index key (4 random shards)."""
+
+        class Meta:
+            index_name = "by-team"
+            projection = AllProjection()
+
+        team = UnicodeAttribute(hash_key=True)
+        seq = NumberAttribute(range_key=True)
+
+    meta = type("Meta", (), {"table_name": table, "region": "us-east-1"})
+    namespace: dict[str, Any] = {
+        "__doc__": f"{name}: {shards} table shards, a plain and a sharded index.",
+        "__module__": __name__,
+        "__qualname__": name,
+        "Meta": meta,
+        "sensor": ShardedKeyAttribute(hash_key=True, strategy=HashShards(shards, on=["seq"])),
+        "seq": NumberAttribute(range_key=True),
+        "value": UnicodeAttribute(null=True),
+        "color": UnicodeAttribute(null=True),
+        "team": ShardedKeyAttribute(strategy=RandomShards(4), null=True),
+        "by_color": ByColor(),
+        "by_team": ByTeam(),
+    }
+    return type(name, (ShardedModel,), namespace)
+
+
+#: 16 table shards with a plain and a sharded global secondary index.
+Tagged: Any = tagged("Tagged", "reshard-tagged", 16)
+#: The same with 32 table shards: the model a shrink to 16 starts from.
+WideTagged: Any = tagged("WideTagged", "reshard-wide-tagged", 32)
+
+
+class Views(ShardedModel):
+    """Counters spread over 16 random shards, with a title kept on the home shard."""
+
+    class Meta:
+        table_name = "reshard-views"
+        region = "us-east-1"
+
+    page = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(16))
+    views = CounterAttribute(default=0)
+    title = UnicodeAttribute(null=True)
+
+
+MIGRATION_MODELS = (Reading, WideReading, Click, WideClick, DayReading, Tagged, WideTagged, Views)

@@ -281,10 +281,12 @@ class ScanJob:
     def _settle_suspects(self) -> int:
         """Old copies whose new copy was missing, looked at again after the settle time.
 
-        An application delete removes the new key first, then the old one: if the old
-        copy is still there a settle time later (longer than any request), no delete is
-        in flight and the new copy was lost (a crash between a write's two keys), so it is
-        copied back by the backfill's checked protocol before the old copy goes.
+        From ``new_only`` on an application delete removes the old key first, so a
+        delete in flight, however slow, never leaves an old copy without its new one: a
+        missing new copy was lost (a crash between a write's two keys in an earlier
+        phase), or a ``read_new`` delete (new key first) is still finishing. So the
+        settle time is waited out, and if the old copy is still there it is copied back
+        by the backfill's checked protocol before it goes.
         """
         if not self._suspects:
             return 0

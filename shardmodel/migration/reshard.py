@@ -107,10 +107,20 @@ class Reshard:
             raise ShardConfigurationError(f"{name} already has {old} shards; nothing to do")
         numbered = layout.strategies[numbered_position(name, layout)]
         if isinstance(numbered, RandomShards) and to < old:
-            raise ShardConfigurationError(
-                f"{name}: shrinking RandomShards ({old} -> {to}) is not supported yet: an item "
-                "on a retired shard has no single new shard; use HashShards, or keep the count"
-            )
+            if getattr(self.model, "_counter_names", ()):
+                raise ShardConfigurationError(
+                    f"{name}: shrinking a counter model's RandomShards ({old} -> {to}) is not "
+                    "supported: a retired shard's partial sums would move while readers sum "
+                    "the shards one request at a time, so a read could count a moved share "
+                    "twice or not at all; keep the count (extra shards cost only reads)"
+                )
+            if getattr(self.model, "_indexes", None):
+                raise ShardConfigurationError(
+                    f"{name}: shrinking RandomShards ({old} -> {to}) on a model with secondary "
+                    "indexes is not supported: an index read keeps one copy by that copy "
+                    "alone, and an item moved from shard s and one born on s mod "
+                    f"{to} look alike there; keep the count, or grow instead"
+                )
         if segments < 1 or settle_seconds < 0:
             raise ShardConfigurationError(
                 "reshard: --segments must be at least 1 and the settle time 0 or more seconds"

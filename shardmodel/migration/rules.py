@@ -11,8 +11,8 @@ prepare  old            old + new      old + new  old
 dual     old, then new  old + new      old + new  old
 backfill old, then new  old + new      old + new  old
 read_new new, then old  old + new      old + new  new
-new_only new            old + new      old + new  new
-cleanup  new            old + new      old + new  new
+new_only new            old, then new  old + new  new
+cleanup  new            old, then new  old + new  new
 done     new            new            new        new
 ======== ============== ============== ========== ===========
 """
@@ -22,9 +22,11 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from attrs import evolve, frozen
+from pynamodb.constants import ALL
+from pynamodb.indexes import LocalSecondaryIndex
 from pynamodb.models import Model
 
 from shardmodel._time import Clock, SystemClock
@@ -57,6 +59,10 @@ class PhaseRules:
     deletes: tuple[Side, ...]
     reads: tuple[Side, ...]
     prefer_new: bool
+    #: a delete removes the old copy before the new one (the primary, which carries the
+    #: delete's condition): once no reader prefers the old copy, a delete in flight then
+    #: never looks to the cleanup like an old copy whose new copy was lost
+    old_first: bool = False
 
 
 _BOTH: tuple[Side, ...] = ("old", "new")
@@ -65,8 +71,8 @@ RULES: dict[Phase, PhaseRules] = {
     Phase.DUAL_WRITE: PhaseRules(_BOTH, _BOTH, _BOTH, False),
     Phase.BACKFILL: PhaseRules(_BOTH, _BOTH, _BOTH, False),
     Phase.READ_NEW: PhaseRules(("new", "old"), _BOTH, _BOTH, True),
-    Phase.NEW_ONLY: PhaseRules(("new",), _BOTH, _BOTH, True),
-    Phase.CLEANUP: PhaseRules(("new",), _BOTH, _BOTH, True),
+    Phase.NEW_ONLY: PhaseRules(("new",), _BOTH, _BOTH, True, old_first=True),
+    Phase.CLEANUP: PhaseRules(("new",), _BOTH, _BOTH, True, old_first=True),
     Phase.DONE: PhaseRules(("new",), ("new",), ("new",), True),
 }
 
@@ -98,13 +104,26 @@ def shard_count(model_name: str, layout: KeyLayout) -> int:
 
 
 def key_in(layout: KeyLayout, key: KeyValues, physical: str) -> str:
-    """The item's key in ``layout``: deterministic segments recomputed, random ones kept."""
+    """The item's key in ``layout``: deterministic segments recomputed, random ones kept.
+
+    A random shard beyond ``layout``'s count (a shrink's retired shard) becomes its
+    number modulo the count: each retired shard has one destination.
+    """
     _, texts = layout.split(physical)
     segments: list[Segment] = []
     rng = random.Random(0)  # unused: deterministic strategies ignore it
     for strategy, text in zip(layout.strategies, texts, strict=True):
-        segments.append(strategy.pick(key, rng) if strategy.deterministic else text)
+        if strategy.deterministic:
+            segments.append(strategy.pick(key, rng))
+        elif isinstance(strategy, RandomShards) and _shard(layout, text) >= strategy.n:
+            segments.append(_shard(layout, text) % strategy.n)
+        else:
+            segments.append(text)
     return PhysicalKey(layout.compose(key.logical_key, segments))
+
+
+def _shard(layout: KeyLayout, text: str) -> int:
+    return int(text) - layout.first_shard
 
 
 @frozen
@@ -152,13 +171,69 @@ class ActiveMigration:
         return self._others(self.rules.deletes, key, primary)
 
     def _others(self, sides: Sequence[Side], key: KeyValues, primary: str) -> list[str]:
-        keys = [key_in(self.layout(side), key, primary) for side in sides]
+        keys = [k for side in sides for k in self.keys_in(side, key, primary)]
         return [k for k in dict.fromkeys(keys) if k != primary]
+
+    @property
+    def random_shrink(self) -> bool:
+        """True when a RandomShards count shrinks: a new key has several old ones."""
+        position = numbered_position("", self.old)
+        old, new = self.old.strategies[position], self.new.strategies[position]
+        return isinstance(old, RandomShards) and new.n < old.n  # type: ignore[attr-defined]
+
+    def keys_in(self, side: Side, key: KeyValues, physical: str) -> list[str]:
+        """The item's keys in one side's layout.
+
+        Shrinking RandomShards, a new shard ``t`` receives the items of ``t``,
+        ``t + N``, ``t + 2N`` ... (N the new count): an item at a new key may have its
+        original at any of them (at most one holds it: an item has one logical key).
+        """
+        if side == "new" or not self.random_shrink:
+            return [key_in(self.layout(side), key, physical)]
+        position = numbered_position("", self.old)
+        _, texts = self.old.split(physical)
+        shard = _shard(self.old, texts[position])
+        step = self.new.strategies[position].n  # type: ignore[attr-defined]
+        count = self.old.strategies[position].n  # type: ignore[attr-defined]
+        if shard >= step:
+            return [physical]
+        keys: list[str] = []
+        for number in range(shard, count, step):
+            segments: list[Segment] = list(texts)
+            segments[position] = number
+            keys.append(PhysicalKey(self.old.compose(key.logical_key, segments)))
+        return keys
+
+    def only_if_stored(self, primary: str, other: str) -> bool:
+        """True when a write at ``primary`` reaches ``other`` only if an item is there.
+
+        Shrinking RandomShards, a write at a new key mirrors to the retired keys that
+        may hold its original; a retired key without it must stay empty (an item born
+        on a new shard has no original), so those writes are conditional.
+        """
+        return self.random_shrink and not self.is_moved_key(primary) and self.is_moved_key(other)
+
+    def is_moved_key(self, physical: str) -> bool:
+        """True for a key on a shard the new layout does not have."""
+        position = numbered_position("", self.old)
+        _, texts = self.old.split(physical)
+        count: int = self.new.strategies[position].n  # type: ignore[attr-defined]
+        return _shard(self.old, texts[position]) >= count
 
     def is_preferred(self, key: KeyValues, physical: str) -> bool:
         """True when ``physical`` is the item's key in the layout reads prefer."""
         layout = self.new if self.rules.prefer_new else self.old
         return key_in(layout, key, physical) == physical
+
+    def is_current(self, key: KeyValues, physical: str) -> bool:
+        """Of an item's copies found together, True for the one reads return.
+
+        Shrinking RandomShards, both the original on a retired shard and its copy are
+        at valid old keys: before ``read_new`` the original (retired) one is current.
+        """
+        if self.random_shrink and not self.rules.prefer_new:
+            return self.is_moved_key(physical)
+        return self.is_preferred(key, physical)
 
     def is_moved(self, key: KeyValues, physical: str) -> tuple[bool, str]:
         """Whether the item at ``physical`` (an old key) has another new key, and that key."""
@@ -229,24 +304,56 @@ class ReshardWatch:
 
 
 def check_reshardable(model: type[Model]) -> None:
-    """Refuse models a shard count change does not support yet, naming what to change."""
+    """Refuse models a shard count change does not support, naming what to change."""
     name = model.__name__
     attr = getattr(model, "_shard_attribute", lambda: None)()
     if attr is None:
-        raise ShardConfigurationError(f"{name}: no sharded partition key to reshard")
+        indexed = [a.attr_name for a in getattr(model, "_index_shard_box", ())]
+        hint = (
+            f"; an index's sharded key ({', '.join(indexed)}) keeps its count: declare a new "
+            "index attribute with the new count, save the items again, switch the queries"
+            if indexed
+            else ""
+        )
+        raise ShardConfigurationError(f"{name}: no sharded partition key to reshard{hint}")
     numbered = attr.layout.strategies[numbered_position(name, attr.layout)]
-    if getattr(model, "_counter_names", ()):
+    if getattr(model, "_counter_names", ()) and not isinstance(numbered, RandomShards):
         raise ShardConfigurationError(
-            f"{name}: resharding a counter model is not supported yet (its counters are "
-            "spread over the shards by design); create a new table and roll the counters up"
+            f"{name}: a counter model is resharded only on RandomShards (it grows by "
+            "reading the new shards too); under HashShards each increment sits on a shard "
+            "whose number changes, and moving partial sums under concurrent adds is not "
+            "exact; create a new table and roll the counters up"
         )
-    if getattr(model, "_indexes", None):
+    for index_name, index in (getattr(model, "_indexes", None) or {}).items():
+        _check_index(model, attr, index_name, index)
+
+
+def _check_index(model: type[Model], attr: Any, index_name: str, index: Any) -> None:
+    """An index read keeps one copy by the item's table key: the index must hold its inputs."""
+    name = model.__name__
+    if isinstance(index, LocalSecondaryIndex):
         raise ShardConfigurationError(
-            f"{name}: resharding a model with secondary indexes is not supported yet (an "
-            "item's two copies would both show in index queries)"
+            f"{name}: local secondary index {index_name!r} shares the table's partition "
+            "key, whose shard count would change under it (its cursors name the old "
+            "layout's shards); resharding a model with a local index is not supported, "
+            "use a global secondary index"
         )
-    if isinstance(numbered, RandomShards) and not attr.layout.deterministic:
+    projection = index.Meta.projection
+    if projection.projection_type == ALL:
         return
+    attributes = model.get_attributes()
+    held = {a.attr_name for a in attributes.values() if a.is_hash_key or a.is_range_key}
+    held |= {a.attr_name for a in index.Meta.attributes.values()}
+    held |= set(projection.non_key_attributes or ())
+    needed = [attributes[n].attr_name for n in attr.layout.attributes]
+    missing = [n for n in needed if n not in held]
+    if missing:
+        raise ShardConfigurationError(
+            f"{name}: index {index_name!r} does not project {', '.join(missing)}, which the "
+            "partition key's shard is computed from; an index read during the shard count "
+            "change tells an item's two copies apart by it: project it (IncludeProjection "
+            "or AllProjection)"
+        )
 
 
 def follow(

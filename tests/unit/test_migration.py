@@ -10,11 +10,19 @@ from typing import Any
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.indexes import (
+    AllProjection,
+    GlobalSecondaryIndex,
+    KeysOnlyProjection,
+    LocalSecondaryIndex,
+)
 
 from shardmodel import (
+    CounterAttribute,
+    CursorError,
     FanOutLimitError,
     HashShards,
+    RandomShards,
     ShardConfigurationError,
     ShardedKeyAttribute,
     ShardedModel,
@@ -36,27 +44,89 @@ from shardmodel.testing import (
     drop_tables,
     mock_dynamodb,
 )
-from tests.migration_models import MIGRATION_MODELS, Click, DayReading, Reading, WideReading
-from tests.models import PageViews, Photo
+from tests.migration_models import (
+    MIGRATION_MODELS,
+    Click,
+    DayReading,
+    Reading,
+    Tagged,
+    Views,
+    WideClick,
+    WideReading,
+    WideTagged,
+)
+from tests.models import Photo
 
 
-class ByValue(GlobalSecondaryIndex["IndexedReading"]):
+class ByNote(GlobalSecondaryIndex["IndexedReading"]):
     class Meta:
-        index_name = "by-value"
-        projection = AllProjection()
+        index_name = "by-note"
+        projection = KeysOnlyProjection()
 
-    value = UnicodeAttribute(hash_key=True)
+    note = UnicodeAttribute(hash_key=True)
 
 
 class IndexedReading(ShardedModel):
+    """Sharded by a hash of ``value``, which its keys-only index does not hold."""
+
     class Meta:
         table_name = "reshard-indexed"
         region = "us-east-1"
 
-    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["value"]))
     seq = NumberAttribute(range_key=True)
     value = UnicodeAttribute(null=True)
-    by_value = ByValue()
+    note = UnicodeAttribute(null=True)
+    by_note = ByNote()
+
+
+class BySeq(LocalSecondaryIndex["LocallyIndexed"]):
+    class Meta:
+        index_name = "by-seq"
+        projection = AllProjection()
+
+    sensor = UnicodeAttribute(hash_key=True)
+    other = NumberAttribute(range_key=True)
+
+
+class LocallyIndexed(ShardedModel):
+    class Meta:
+        table_name = "reshard-local"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+    other = NumberAttribute(null=True)
+    by_seq = BySeq()
+
+
+class ByRandomNote(GlobalSecondaryIndex["RandomIndexed"]):
+    class Meta:
+        index_name = "by-note"
+        projection = AllProjection()
+
+    note = UnicodeAttribute(hash_key=True)
+
+
+class RandomIndexed(ShardedModel):
+    class Meta:
+        table_name = "reshard-random-indexed"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+    seq = NumberAttribute(range_key=True)
+    note = UnicodeAttribute(null=True)
+    by_note = ByRandomNote()
+
+
+class HashCounter(ShardedModel):
+    class Meta:
+        table_name = "reshard-hash-counter"
+        region = "us-east-1"
+
+    page = ShardedKeyAttribute(hash_key=True, strategy=HashShards(8, on=["day"]))
+    day = UnicodeAttribute(range_key=True)
+    views = CounterAttribute(default=0)
 
 
 @pytest.fixture
@@ -317,13 +387,17 @@ def test_bad_requests_are_refused_before_anything_is_written(
         operator.start(16)
     with pytest.raises(ShardConfigurationError, match="between 1 and"):
         operator.start(0)
-    with pytest.raises(ShardConfigurationError, match="shrinking RandomShards"):
-        Reshard(Click, clock=clock).start(8)
-    with pytest.raises(ShardConfigurationError, match="counter model"):
-        Reshard(PageViews)
-    with pytest.raises(ShardConfigurationError, match="secondary indexes"):
+    with pytest.raises(ShardConfigurationError, match=r"shrinking RandomShards .* indexes"):
+        Reshard(RandomIndexed, clock=clock).start(2)
+    with pytest.raises(ShardConfigurationError, match="shrinking a counter model"):
+        Reshard(Views, clock=clock).start(8)
+    with pytest.raises(ShardConfigurationError, match="counter model is resharded only on"):
+        Reshard(HashCounter)
+    with pytest.raises(ShardConfigurationError, match="does not project value"):
         Reshard(IndexedReading)
-    with pytest.raises(ShardConfigurationError, match="no sharded partition key"):
+    with pytest.raises(ShardConfigurationError, match="local secondary index 'by-seq'"):
+        Reshard(LocallyIndexed)
+    with pytest.raises(ShardConfigurationError, match=r"index's sharded key \(album\) keeps its"):
         Reshard(Photo)
     assert operator.status() is None
     operator.start(32, settle_seconds=10)
@@ -450,3 +524,220 @@ def test_a_done_migration_is_ignored_once_the_code_declares_the_new_count() -> N
     active = ReshardWatch(Reading, MigrationStore(Reading)).active(done)
     assert active is not None
     assert (active.old.strategies[0].n, active.new.strategies[0].n) == (16, 32)  # type: ignore[attr-defined]
+
+
+def index_reads(model: Any, reference: dict[int, tuple[str, str]]) -> None:
+    """Both indexes (plain and sharded key) and their counts show each item exactly once."""
+    for color in ("red", "blue"):
+        want = sorted(s for s, (c, _) in reference.items() if c == color)
+        assert [i.seq for i in model.by_color.query(color)] == want, color
+        assert model.count(color, index_name="by-color") == len(want)
+    got = [(i.seq, i.value) for i in model.by_team.query("t")]
+    assert got == sorted((s, v) for s, (_, v) in reference.items())
+    assert model.count("t", index_name="by-team") == len(reference)
+
+
+@pytest.mark.parametrize("model", [Tagged, WideTagged], ids=["grow", "shrink"])
+def test_index_reads_return_each_item_once_in_every_phase(
+    model: Any, migration_tables: SimulatedClock
+) -> None:
+    clock = migration_tables
+    reference = {s: ("red" if s % 2 else "blue", f"v{s}") for s in range(12)}
+    for seq, (color, value) in reference.items():
+        model(sensor="k", seq=seq, value=value, color=color, team="t").save()
+    follow(model, cache_seconds=0, clock=clock)
+    operator = Reshard(model, clock=clock)
+    operator.start(32 if model is Tagged else 16, settle_seconds=1)
+    cursors: list[tuple[Any, Any, set[int]]] = []
+    doubled = []
+    fresh = iter(range(100, 1000))
+
+    def each(phase: Phase) -> None:
+        index_reads(model, reference)
+        raw = list(
+            model.query("red", index_name="by-color", _all_copies=True)
+        )  # what DynamoDB holds
+        doubled.append(len(raw) - sum(1 for c, _ in reference.values() if c == "red"))
+        for sharded, token, then in cursors:  # taken one phase earlier
+            red = {s for s, (c, _) in reference.items() if c == "red"}
+            for query, want in (
+                (model.by_team.query("t", last_evaluated_key=sharded), set(reference)),
+                (model.by_color.query("red", last_evaluated_key=token), red),
+            ):
+                rest = [i.seq for i in query]
+                assert rest == sorted(set(rest))  # none twice
+                assert set(rest) <= {s for s in want if s > 3}  # none deleted
+                assert {s for s in then & want if s > 3 and s != 5} <= set(rest)  # none missed
+        first = model.by_team.query("t", limit=4)
+        assert [i.seq for i in first] == sorted(reference)[:4]
+        second = model.by_color.query("red", limit=2)
+        assert [i.seq for i in second] == [1, 3]
+        cursors[:] = [(first.last_evaluated_key, second.last_evaluated_key, set(reference))]
+        seq = next(fresh)  # writes in every phase: a new item, a recolored one, a deleted one
+        model(sensor="k", seq=seq, value="new", color="red", team="t").save()
+        reference[seq] = ("red", "new")
+        item = model.get("k", 5)
+        color = "blue" if item.color == "red" else "red"
+        item.update(actions=[model.color.set(color), model.value.set(phase.value)])
+        reference[5] = (color, phase.value)
+        victim = max(s for s in reference if s < 100 and s != 5)
+        model.get("k", victim).delete()
+        del reference[victim]
+        index_reads(model, reference)
+
+    run_phases(operator, clock, each)
+    assert max(doubled) > 0  # the index did hold items twice: the copies were told apart
+    assert doubled[-1] == 0
+
+
+def test_an_index_cursor_resumes_at_most_one_phase_later(migration_tables: SimulatedClock) -> None:
+    clock = migration_tables
+    for seq in range(6):
+        Tagged(sensor="k", seq=seq, color="red", team="t").save()
+    follow(Tagged, cache_seconds=0, clock=clock)
+    operator = Reshard(Tagged, clock=clock)
+    operator.start(32, settle_seconds=1)
+    page = Tagged.by_color.query("red", limit=2)
+    list(page)
+    token = page.last_evaluated_key
+    assert token["_shardmodel_phase"] == {"S": "prepare"}
+    for _ in range(2):
+        clock.advance(1)
+        operator.advance()
+    with pytest.raises(CursorError, match="at most one phase later"):
+        list(Tagged.by_color.query("red", last_evaluated_key=token))
+    with pytest.raises(CursorError, match="not a migration phase"):
+        list(
+            Tagged.by_color.query(
+                "red", last_evaluated_key={**token, "_shardmodel_phase": {"S": "x"}}
+            )
+        )
+
+
+def test_counters_grow_by_reading_the_new_shards_too(migration_tables: SimulatedClock) -> None:
+    clock = migration_tables
+
+    class Lagging(Views):
+        """Another process, a phase behind."""
+
+    for _ in range(20):
+        Views.add("p", views=1)
+    Views(page="p", title="home").save()
+    follow(Views, cache_seconds=0, clock=clock)
+    lag = follow(Lagging, cache_seconds=10**9, clock=clock)
+    lag.refresh()
+    operator = Reshard(Views, clock=clock)
+    operator.start(32, settle_seconds=1)
+    total = {"n": 20}
+    used: set[int] = set()
+
+    def each(phase: Phase) -> None:
+        for writer in (Views, Lagging):
+            for i in range(2):
+                writer.add("p", views=1)
+                writer.add("p", views=2, token=f"{writer.__name__}-{phase.value}-{i}")
+                writer.add(
+                    "p", views=2, token=f"{writer.__name__}-{phase.value}-{i}"
+                )  # a retry: counted once
+            total["n"] += 2 * 3
+            for reader in (Views, Lagging):
+                item = reader.get("p")
+                assert (item.views, item.title) == (total["n"], "home"), (phase, reader)
+                assert [i.views for i in reader.query("p")] == [total["n"]]
+                assert reader.count("p") == 1
+        shards = {k.rsplit("#", 1)[1] for k in raw_keys(Views)}
+        used.update(int(s) for s in shards)
+        lag.refresh()
+
+    run_phases(operator, clock, each)
+    assert max(used) >= 16  # the new shards took increments
+
+    class Redeployed(Views):
+        """The code after the migration: 32 shards declared, the state left as done."""
+
+        page = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(32))
+
+    follow(Redeployed, cache_seconds=0, clock=clock)
+    assert Redeployed._migration() is None
+    assert Redeployed.get("p").views == total["n"]
+
+
+def test_a_delete_stalled_between_its_two_keys_is_not_undone_by_the_cleanup(
+    migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer pauses inside a delete for longer than the settle time, the cleanup runs.
+
+    From new_only on a delete removes the old copy first: the cleanup, meeting the item's
+    new copy alone, leaves it to the delete, which then removes it. (Removing the new
+    copy first, the cleanup would find an old copy without a new one a settle time later
+    and copy it back: the deleted item would return.)
+    """
+    clock = migration_tables
+    moving = [
+        s
+        for s in range(40)
+        if Reading(sensor="k", seq=s)._stored_key() != WideReading(sensor="k", seq=s)._stored_key()
+    ]
+    for seq in moving[:3]:
+        Reading(sensor="k", seq=seq, value="v").save()
+    follow(Reading, cache_seconds=0, clock=clock)
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    state = operator.status()
+    while state is not None and state.phase != Phase.CLEANUP:
+        clock.advance(1)
+        if state.phase == Phase.BACKFILL:
+            operator.run_job()
+        state = operator.advance()
+    assert len(raw_keys(Reading)) == 6  # each item at its old and its new key
+    victim = Reading.get("k", moving[0])
+    connection = Reading._get_connection()
+    original = connection.delete_item
+    calls = {"n": 0}
+
+    def stalled(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 1:  # between the delete's two keys: the whole cleanup runs
+            operator.run_job()
+        return result
+
+    monkeypatch.setattr(connection, "delete_item", stalled)
+    victim.delete()
+    assert calls["n"] == 2
+    monkeypatch.undo()
+    expect(Reading, "k", {s: "v" for s in moving[1:3]}, gone={moving[0]})
+    assert len(raw_keys(Reading)) == 2
+
+
+def test_a_random_shrink_moves_retired_shards_to_shard_mod_n(
+    migration_tables: SimulatedClock,
+) -> None:
+    clock = migration_tables
+    for seq in range(12):
+        WideClick(sensor="k", seq=seq, value="v").save()
+    retired = sum(1 for key in raw_keys(WideClick) if int(key.rsplit("#", 1)[1]) >= 16)
+    follow(WideClick, cache_seconds=0, clock=clock)
+    operator = Reshard(WideClick, clock=clock)
+    operator.start(16, settle_seconds=1)
+    reference = {seq: "v" for seq in range(12)}
+    fresh = iter(range(100, 1000))
+    copies = []
+
+    def each(phase: Phase) -> None:
+        copies.append(len(raw_keys(WideClick)) - len(reference))
+        seq = next(fresh)
+        WideClick(sensor="k", seq=seq, value=phase.value).save()
+        reference[seq] = phase.value
+        victim = min(reference)
+        WideClick.get("k", victim).delete()
+        del reference[victim]
+        item = WideClick.get("k", max(s for s in reference if s < 100))
+        item.update(actions=[WideClick.value.set(phase.value)])
+        reference[item.seq] = phase.value
+        expect(WideClick, "k", reference)
+
+    run_phases(operator, clock, each)
+    assert retired > 0 and max(copies) > 0  # retired items were copied, then cleaned up
+    assert all(int(key.rsplit("#", 1)[1]) < 16 for key in raw_keys(WideClick))
+    assert len(raw_keys(WideClick)) == len(reference)
