@@ -23,8 +23,11 @@ from tests.migration_models import MIGRATION_MODELS, Reading, WideReading
 
 KEYS = ("a", "b", "c")
 STABLE = range(40)
-#: Every phase lasts at least this long: far above the processes' 0.2 s state cache.
-SETTLE = 3.0
+#: Every phase lasts at least this long: above the processes' 0.2 s state cache. The
+#: protocol also assumes no request outlives a settle time; on a loaded machine a thread
+#: can stall longer than any fixed time, so the test's clock (SettleClock) makes each
+#: settle also wait for the operations in flight.
+SETTLE = 1.0
 #: The most a run may take on a loaded machine before the test gives up.
 DEADLINE = 900.0
 
@@ -46,6 +49,56 @@ def server(request: pytest.FixtureRequest) -> Iterator[str]:
                 state.delete_table()
         drop_tables(MIGRATION_MODELS)
         bind_models(MIGRATION_MODELS, host=None)
+
+
+class InFlight:
+    """Counts each load thread's finished operations (a loop round, or a page)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.done: dict[int, int] = {}
+        self.threads: list[threading.Thread] = []
+
+    def finished(self) -> None:
+        with self.changed:
+            ident = threading.get_ident()
+            self.done[ident] = self.done.get(ident, 0) + 1
+            self.changed.notify_all()
+
+    def wait(self) -> None:
+        """Until every live load thread has finished the operation it is in now."""
+        deadline = time.monotonic() + DEADLINE
+        with self.changed:
+            before = {t.ident: self.done.get(t.ident or 0, 0) for t in self.threads}
+
+            def passed() -> bool:
+                return all(
+                    not t.is_alive() or self.done.get(t.ident or 0, 0) > before[t.ident]
+                    for t in self.threads
+                )
+
+            while not passed():
+                assert time.monotonic() < deadline, "a load thread hung"
+                self.changed.wait(0.1)
+
+
+class SettleClock:
+    """The system clock, whose sleeps also wait out every load operation in flight.
+
+    The operator and the cleanup sleep a settle time so that no process still acts on a
+    phase older than the current one; the operations in flight when it ends are waited
+    for too, so the assumption holds however slowly the machine runs them.
+    """
+
+    def __init__(self, inflight: InFlight) -> None:
+        self.inflight = inflight
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+        self.inflight.wait()
 
 
 class Ledger:
@@ -72,7 +125,12 @@ class Ledger:
 
 
 def writer(
-    model: Any, number: int, ledger: Ledger, stop: threading.Event, errors: list[str]
+    model: Any,
+    number: int,
+    ledger: Ledger,
+    stop: threading.Event,
+    errors: list[str],
+    inflight: InFlight,
 ) -> None:
     rng = random.Random(number)
     mine: list[tuple[str, int]] = []
@@ -100,12 +158,18 @@ def writer(
             if serial % 4 == 0:  # rewrite a stable item with the same value
                 stable = model.get(rng.choice(KEYS), rng.choice(STABLE))
                 stable.update(actions=[model.value.set("stable")])
+            inflight.finished()
     except Exception as error:  # reported by the test
         errors.append(f"writer {number}: {error!r}")
 
 
 def reader(
-    model: Any, number: int, ledger: Ledger, stop: threading.Event, errors: list[str]
+    model: Any,
+    number: int,
+    ledger: Ledger,
+    stop: threading.Event,
+    errors: list[str],
+    inflight: InFlight,
 ) -> None:
     rng = random.Random(100 + number)
     try:
@@ -130,11 +194,14 @@ def reader(
                 )
             if got.value != "stable":
                 errors.append(f"reader {number}: get returned {got.value!r}")
+            inflight.finished()
     except Exception as error:
         errors.append(f"reader {number}: {error!r}")
 
 
-def pager(model: Any, stop: threading.Event, errors: list[str], pages: list[int]) -> None:
+def pager(
+    model: Any, stop: threading.Event, errors: list[str], pages: list[int], inflight: InFlight
+) -> None:
     """Pages through key 'a' five items at a time, slowly, so cursors cross phases."""
     try:
         while not stop.is_set():
@@ -144,6 +211,7 @@ def pager(model: Any, stop: threading.Event, errors: list[str], pages: list[int]
                 seen.extend(item.seq for item in page)
                 token = page.last_evaluated_key
                 pages.append(1)
+                inflight.finished()
                 if token is None:
                     break
                 time.sleep(0.3)
@@ -172,15 +240,17 @@ def kill_at(page: int) -> Any:
     return fault
 
 
-def migrate(model: Any, to: int, phases: list[Phase], errors: list[str]) -> None:
+def migrate(
+    model: Any, to: int, phases: list[Phase], errors: list[str], clock: SettleClock
+) -> None:
     """Every phase, killing the backfill once mid-way and resuming it."""
     try:
-        operator = Reshard(model)
+        operator = Reshard(model, clock=clock)
         state = operator.start(to, settle_seconds=SETTLE, segments=2)
         phases.append(state.phase)
         killed = False
         while state.phase != Phase.DONE:
-            time.sleep(operator.settle_left(state))
+            clock.sleep(operator.settle_left(state))
             if state.phase in JOBS:
                 if not killed:
                     with pytest.raises(Killed):
@@ -212,17 +282,21 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
             for seq in STABLE:
                 batch.save(model(sensor=key, seq=seq, value="stable"))
     follow(model, cache_seconds=0.2)
-    ledger, stop, errors = Ledger(), threading.Event(), []
+    ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
     phases: list[Phase] = []
     pages: list[int] = []
+    work = (ledger, stop, errors, inflight)
     load = [
-        *(threading.Thread(target=writer, args=(model, i, ledger, stop, errors)) for i in range(2)),
-        *(threading.Thread(target=reader, args=(model, i, ledger, stop, errors)) for i in range(2)),
-        threading.Thread(target=pager, args=(model, stop, errors, pages)),
+        *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(2)),
+        *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(2)),
+        threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
     ]
+    inflight.threads = load
     for thread in load:
         thread.start()
-    migration = threading.Thread(target=migrate, args=(model, to, phases, errors))
+    migration = threading.Thread(
+        target=migrate, args=(model, to, phases, errors, SettleClock(inflight))
+    )
     migration.start()
     migration.join(DEADLINE)
     stop.set()
