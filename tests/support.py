@@ -1,12 +1,14 @@
-"""Helpers for tests: read what a table really holds, bypassing the mapper."""
+"""Helpers for tests: read what a table really holds, bypassing the mapper; empty tables."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pynamodb.models import Model
+
+from shardmodel.testing import create_tables, drop_tables
 
 
 def raw_items(model: type[Model]) -> list[dict[str, Any]]:
@@ -47,3 +49,62 @@ def run_threads(threads: int, per_thread: int, work: Callable[[int, int], None])
     for thread in pool:
         thread.join()
     return errors
+
+
+def model_tables(models: Iterable[type[Model]]) -> dict[str, type[Model]]:
+    """Every table the models use, by name: each model's own and a dynamic key's metadata."""
+    tables: dict[str, type[Model]] = {}
+    for model in models:
+        tables[model.Meta.table_name] = model
+        directory = getattr(model, "_shard_directory", None)
+        if directory is not None:
+            metadata = directory.table()  # bound to the model's endpoint
+            tables[metadata.Meta.table_name] = metadata
+    return tables
+
+
+def reset_tables(models: Iterable[type[Model]], client: Any) -> None:
+    """Leave the models' tables empty: create the missing ones, delete every item of the rest.
+
+    ``client`` is a botocore DynamoDB client of the models' endpoint. Costs a ListTables
+    and one Scan per empty table, where dropping and recreating every table costs four
+    requests per table and a client per model; the items a test wrote are deleted by key.
+    """
+    models = list(models)
+    tables = model_tables(models)
+    existing: set[str] = set()
+    for page in client.get_paginator("list_tables").paginate():
+        existing.update(page["TableNames"])
+    for model in models:
+        own = model_tables([model])
+        if not set(own) <= existing:  # dropped by a test: make it, and its metadata, anew
+            drop_tables([model])
+            create_tables([model])
+            existing.difference_update(own)
+    for name in sorted(set(tables) & existing):
+        _delete_every_item(client, name, tables[name])
+    for model in models:
+        directory = getattr(model, "_shard_directory", None)
+        if directory is not None:
+            directory.clear_cache()  # as delete_table does: no count outlives its items
+
+
+def _delete_every_item(client: Any, table: str, model: type[Model]) -> None:
+    keys = [model._hash_key_attribute().attr_name]
+    if model._range_key_attribute() is not None:
+        keys.append(model._range_key_attribute().attr_name)
+    names = {f"#k{i}": key for i, key in enumerate(keys)}
+    scan = {
+        "TableName": table,
+        "ConsistentRead": True,
+        "ProjectionExpression": ", ".join(names),
+        "ExpressionAttributeNames": names,
+    }
+    for page in client.get_paginator("scan").paginate(**scan):
+        items = page["Items"]
+        for start in range(0, len(items), 25):
+            pending = {
+                table: [{"DeleteRequest": {"Key": key}} for key in items[start : start + 25]]
+            }
+            while pending:
+                pending = client.batch_write_item(RequestItems=pending)["UnprocessedItems"]

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import botocore.session
 import pytest
 
 from shardmodel.testing import (
@@ -22,6 +24,7 @@ from shardmodel.testing import (
     wait_for_port,
 )
 from tests.models import ALL_MODELS
+from tests.support import reset_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 DYNALITE = ROOT / "node_modules" / ".bin" / "dynalite"
@@ -56,16 +59,34 @@ def moto_url() -> Iterator[str]:
 
 @pytest.fixture(params=["moto", "dynalite"])
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every test model bound to one server with fresh tables; yields the server's name."""
+    """Every test model bound to one server, its tables empty; yields the server's name.
+
+    The tables are made once per server (each xdist worker has its own servers) and
+    emptied before every test: dropping and recreating some 25 tables per test cost more
+    than most tests. A test that drops one of them gets it back for the next test.
+    """
     url = request.getfixturevalue(f"{request.param}_url")
     bind_models(ALL_MODELS, host=url, **CREDENTIALS)
-    drop_tables(ALL_MODELS)
-    create_tables(ALL_MODELS)
+    if url in _CLIENTS:
+        reset_tables(ALL_MODELS, _CLIENTS[url])
+    else:
+        drop_tables(ALL_MODELS)
+        create_tables(ALL_MODELS)
+        _CLIENTS[url] = botocore.session.get_session().create_client(
+            "dynamodb",
+            endpoint_url=url,
+            region_name=CREDENTIALS["region"],
+            aws_access_key_id=CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=CREDENTIALS["aws_secret_access_key"],
+        )
     try:
         yield str(request.param)
     finally:
-        drop_tables(ALL_MODELS)
         bind_models(ALL_MODELS, host=None)
+
+
+#: A client of each server (by URL) on which this worker has made every test table.
+_CLIENTS: dict[str, Any] = {}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

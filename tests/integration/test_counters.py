@@ -22,12 +22,16 @@ def add_views(tokens: bool) -> Callable[[int, int], None]:
     return work
 
 
-def test_eight_threads_reach_exactly_ten_thousand(backend: str) -> None:
-    """8 threads x 1,250 increments on one counter sum to exactly 10,000."""
+def test_eight_threads_reach_exactly_two_thousand(backend: str) -> None:
+    """8 threads x 250 increments on one counter sum to exactly 2,000.
+
+    Eight threads contend on every increment whatever the count; 10,000 proved no more
+    and took 20 s of a 2-core machine's suite.
+    """
     if backend == "moto":
         pytest.skip("moto applies concurrent updates non-atomically; proven on dynalite")
-    assert run_threads(8, 1250, add_views(tokens=False)) == []
-    assert PageViews.get("hot").views == 10_000
+    assert run_threads(8, 250, add_views(tokens=False)) == []
+    assert PageViews.get("hot").views == 2_000
 
 
 def test_tokened_increments_under_concurrency(backend: str) -> None:

@@ -18,8 +18,8 @@ import pytest
 
 from shardmodel.migration import Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
-from shardmodel.testing import bind_models, create_tables, drop_tables
-from tests.integration.conftest import CREDENTIALS
+from shardmodel.testing import bind_models, create_tables, drop_tables, dynalite_server
+from tests.integration.conftest import CREDENTIALS, DYNALITE
 from tests.migration_models import (
     MIGRATION_MODELS,
     Reading,
@@ -31,8 +31,11 @@ from tests.migration_models import (
 
 KEYS = ("a", "b", "c")
 STABLE = range(40)
-#: Every phase lasts at least this long: far above the processes' 0.2 s state cache.
-SETTLE = 3.0
+#: Every phase lasts at least this long: above the processes' 0.2 s state cache. The
+#: protocol also assumes no request outlives a settle time; on a loaded machine a thread
+#: can stall longer than any fixed time, so the test's clock (SettleClock) makes each
+#: settle also wait for the operations in flight.
+SETTLE = 1.0
 #: The most a run may take on a loaded machine before the test gives up.
 DEADLINE = 900.0
 
@@ -41,11 +44,29 @@ DEADLINE = 900.0
 def server(request: pytest.FixtureRequest) -> Iterator[str]:
     """The migration models bound to one server with fresh tables."""
     url = request.getfixturevalue(f"{request.param}_url")
+    yield from _bound(url, str(request.param))
+
+
+@pytest.fixture(params=["moto", "dynalite"])
+def killable_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Like ``server``, but the dynalite is the test's own.
+
+    dynalite exits when a client's connection is reset mid-request, as a SIGKILLed
+    process's is: the worker's shared dynalite (and every later test on it) would go.
+    """
+    if request.param == "moto":
+        yield from _bound(request.getfixturevalue("moto_url"), "moto")
+        return
+    with dynalite_server(DYNALITE, timeout=120) as url:
+        yield from _bound(url, "dynalite")
+
+
+def _bound(url: str, name: str) -> Iterator[str]:
     bind_models(MIGRATION_MODELS, host=url, **CREDENTIALS)
     drop_tables(MIGRATION_MODELS)
     create_tables(MIGRATION_MODELS)
     try:
-        yield str(request.param)
+        yield name
     finally:
         for model in MIGRATION_MODELS:
             unfollow(model)
@@ -54,6 +75,56 @@ def server(request: pytest.FixtureRequest) -> Iterator[str]:
                 state.delete_table()
         drop_tables(MIGRATION_MODELS)
         bind_models(MIGRATION_MODELS, host=None)
+
+
+class InFlight:
+    """Counts each load thread's finished operations (a loop round, or a page)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.done: dict[int, int] = {}
+        self.threads: list[threading.Thread] = []
+
+    def finished(self) -> None:
+        with self.changed:
+            ident = threading.get_ident()
+            self.done[ident] = self.done.get(ident, 0) + 1
+            self.changed.notify_all()
+
+    def wait(self) -> None:
+        """Until every live load thread has finished the operation it is in now."""
+        deadline = time.monotonic() + DEADLINE
+        with self.changed:
+            before = {t.ident: self.done.get(t.ident or 0, 0) for t in self.threads}
+
+            def passed() -> bool:
+                return all(
+                    not t.is_alive() or self.done.get(t.ident or 0, 0) > before[t.ident]
+                    for t in self.threads
+                )
+
+            while not passed():
+                assert time.monotonic() < deadline, "a load thread hung"
+                self.changed.wait(0.1)
+
+
+class SettleClock:
+    """The system clock, whose sleeps also wait out every load operation in flight.
+
+    The operator and the cleanup sleep a settle time so that no process still acts on a
+    phase older than the current one; the operations in flight when it ends are waited
+    for too, so the assumption holds however slowly the machine runs them.
+    """
+
+    def __init__(self, inflight: InFlight) -> None:
+        self.inflight = inflight
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+        self.inflight.wait()
 
 
 class Ledger:
@@ -81,7 +152,12 @@ class Ledger:
 
 
 def writer(
-    model: Any, number: int, ledger: Ledger, stop: threading.Event, errors: list[str]
+    model: Any,
+    number: int,
+    ledger: Ledger,
+    stop: threading.Event,
+    errors: list[str],
+    inflight: InFlight,
 ) -> None:
     rng = random.Random(number)
     mine: list[tuple[str, int]] = []
@@ -111,12 +187,18 @@ def writer(
             if serial % 4 == 0:  # rewrite a stable item with the same value
                 stable = model.get(rng.choice(KEYS), rng.choice(STABLE))
                 stable.update(actions=[model.value.set("stable")])
+            inflight.finished()
     except Exception as error:  # reported by the test
         errors.append(f"writer {number}: {error!r}")
 
 
 def reader(
-    model: Any, number: int, ledger: Ledger, stop: threading.Event, errors: list[str]
+    model: Any,
+    number: int,
+    ledger: Ledger,
+    stop: threading.Event,
+    errors: list[str],
+    inflight: InFlight,
 ) -> None:
     rng = random.Random(100 + number)
     try:
@@ -141,11 +223,14 @@ def reader(
                 )
             if got.value != "stable":
                 errors.append(f"reader {number}: get returned {got.value!r}")
+            inflight.finished()
     except Exception as error:
         errors.append(f"reader {number}: {error!r}")
 
 
-def pager(model: Any, stop: threading.Event, errors: list[str], pages: list[int]) -> None:
+def pager(
+    model: Any, stop: threading.Event, errors: list[str], pages: list[int], inflight: InFlight
+) -> None:
     """Pages through key 'a' five items at a time, slowly, so cursors cross phases."""
     try:
         while not stop.is_set():
@@ -155,6 +240,7 @@ def pager(model: Any, stop: threading.Event, errors: list[str], pages: list[int]
                 seen.extend(item.seq for item in page)
                 token = page.last_evaluated_key
                 pages.append(1)
+                inflight.finished()
                 if token is None:
                     break
                 time.sleep(0.3)
@@ -184,7 +270,12 @@ def kill_at(page: int) -> Any:
 
 
 def migrate(
-    model: Any, to: int, phases: list[Phase], errors: list[str], when: list[float] | None = None
+    model: Any,
+    to: int,
+    phases: list[Phase],
+    errors: list[str],
+    clock: SettleClock,
+    when: list[float] | None = None,
 ) -> None:
     """Every phase, killing the backfill once mid-way and resuming it.
 
@@ -192,13 +283,13 @@ def migrate(
     """
     when = [] if when is None else when
     try:
-        operator = Reshard(model)
+        operator = Reshard(model, clock=clock)
         state = operator.start(to, settle_seconds=SETTLE, segments=2)
         when.append(time.monotonic())
         phases.append(state.phase)
         killed = False
         while state.phase != Phase.DONE:
-            time.sleep(operator.settle_left(state))
+            clock.sleep(operator.settle_left(state))
             if state.phase in JOBS:
                 if not killed:
                     with pytest.raises(Killed):
@@ -272,18 +363,22 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
             for seq in STABLE:
                 batch.save(model(sensor=key, seq=seq, value="stable"))
     follow(model, cache_seconds=0.2)
-    ledger, stop, errors = Ledger(), threading.Event(), []
+    ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
     phases: list[Phase] = []
     pages: list[int] = []
+    work = (ledger, stop, errors, inflight)
     load = [
-        *(threading.Thread(target=writer, args=(model, i, ledger, stop, errors)) for i in range(2)),
-        *(threading.Thread(target=reader, args=(model, i, ledger, stop, errors)) for i in range(2)),
-        threading.Thread(target=pager, args=(model, stop, errors, pages)),
+        *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(2)),
+        *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(2)),
+        threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
     ]
+    inflight.threads = load
     for thread in load:
         thread.start()
     when: list[float] = []
-    migration = threading.Thread(target=migrate, args=(model, to, phases, errors, when))
+    migration = threading.Thread(
+        target=migrate, args=(model, to, phases, errors, SettleClock(inflight), when)
+    )
     migration.start()
     migration.join(DEADLINE)
     stop.set()
@@ -311,7 +406,7 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     assert len(raw) == len(expected)  # no copy left behind
 
 
-def test_a_backfill_process_killed_mid_way_resumes(server: str) -> None:
+def test_a_backfill_process_killed_mid_way_resumes(killable_server: str) -> None:
     """SIGKILL the CLI's backfill after a few checkpoints; a second run finishes it."""
     import os
     import signal

@@ -10,6 +10,7 @@ signer, framing against every response shape HTTP/1.1 allows for these responses
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import struct
@@ -245,6 +246,13 @@ def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
     monkeypatch.setattr(time, "sleep", slept.append)
     return slept
+
+
+@functools.cache
+def _offline_lean() -> LeanClient:
+    """A lean client that never connects, built once: a botocore client per Hypothesis
+    example made two tests take 50 s each."""
+    return LeanClient(_client("http://127.0.0.1:9"))
 
 
 def _client(url: str, attempts: int = 3, read_timeout: float = 5, **config: Any) -> Any:
@@ -578,7 +586,7 @@ def test_expired_credentials_are_refreshed_before_signing() -> None:
     number=st.sampled_from(["1", "1.0", "1e0", "-0", "9" * 38]),
 )
 def test_bodies_are_what_botocore_serializes(key: bytes, legacy: str, number: str) -> None:
-    lean = LeanClient(_client("http://127.0.0.1:9"))
+    lean = _offline_lean()
     for params in (
         {
             "TableName": TABLE,
@@ -824,7 +832,7 @@ def test_orjson_decodes_what_json_decodes(items: list[Any], count: int, units: f
     from shardmodel.fastparse import parse_body
     from shardmodel.lean.client import _loads
 
-    shape = LeanClient(_client("http://127.0.0.1:9"))._models["Query"].output_shape
+    shape = _offline_lean()._models["Query"].output_shape
     document = {
         "Items": items,
         "Count": count,  # past 64 bits orjson refuses: json.loads decodes it
