@@ -188,7 +188,7 @@ class ScanJob:
         physical = raw[self.hash_name]["S"]
         item = self.model.from_raw_data(raw)
         key = item._instance_key_values()  # type: ignore[attr-defined]
-        target = key_in(self.migration.new, key, physical)
+        target = key_in(self.migration.new, key, physical, retire=True)
         if target == physical:
             return 0  # already at its new key (or the same key in both layouts)
         if self.job == "backfill":

@@ -103,11 +103,13 @@ def shard_count(model_name: str, layout: KeyLayout) -> int:
     return int(strategy.n)  # type: ignore[attr-defined]
 
 
-def key_in(layout: KeyLayout, key: KeyValues, physical: str) -> str:
+def key_in(layout: KeyLayout, key: KeyValues, physical: str, retire: bool = False) -> str:
     """The item's key in ``layout``: deterministic segments recomputed, random ones kept.
 
-    A random shard beyond ``layout``'s count (a shrink's retired shard) becomes its
-    number modulo the count: each retired shard has one destination.
+    ``retire`` (for a migration's new layout): a random shard beyond ``layout``'s count
+    (a shrink's retired shard) becomes its number modulo the count, so each retired
+    shard has one destination. Never for the old layout: growing, a shard beyond the old
+    count is a new shard, not a retired one, and has no old key but its own.
     """
     _, texts = layout.split(physical)
     segments: list[Segment] = []
@@ -115,7 +117,7 @@ def key_in(layout: KeyLayout, key: KeyValues, physical: str) -> str:
     for strategy, text in zip(layout.strategies, texts, strict=True):
         if strategy.deterministic:
             segments.append(strategy.pick(key, rng))
-        elif isinstance(strategy, RandomShards) and _shard(layout, text) >= strategy.n:
+        elif retire and isinstance(strategy, RandomShards) and _shard(layout, text) >= strategy.n:
             segments.append(_shard(layout, text) % strategy.n)
         else:
             segments.append(text)
@@ -149,7 +151,7 @@ class ActiveMigration:
         """The key a write goes to first (an update's or a conditional save's key)."""
         layout = self.layout(self.rules.writes[0])
         if existing is not None:
-            return key_in(layout, key, existing)
+            return key_in(layout, key, existing, retire=layout is self.new)
         return layout.pick(key, rng)
 
     def stored_key(self, key: KeyValues, existing: str | None) -> str:
@@ -189,7 +191,7 @@ class ActiveMigration:
         original at any of them (at most one holds it: an item has one logical key).
         """
         if side == "new" or not self.random_shrink:
-            return [key_in(self.layout(side), key, physical)]
+            return [key_in(self.layout(side), key, physical, retire=side == "new")]
         position = numbered_position("", self.old)
         _, texts = self.old.split(physical)
         shard = _shard(self.old, texts[position])
@@ -223,7 +225,7 @@ class ActiveMigration:
     def is_preferred(self, key: KeyValues, physical: str) -> bool:
         """True when ``physical`` is the item's key in the layout reads prefer."""
         layout = self.new if self.rules.prefer_new else self.old
-        return key_in(layout, key, physical) == physical
+        return key_in(layout, key, physical, retire=layout is self.new) == physical
 
     def is_current(self, key: KeyValues, physical: str) -> bool:
         """Of an item's copies found together, True for the one reads return.
@@ -237,7 +239,7 @@ class ActiveMigration:
 
     def is_moved(self, key: KeyValues, physical: str) -> tuple[bool, str]:
         """Whether the item at ``physical`` (an old key) has another new key, and that key."""
-        target = key_in(self.new, key, physical)
+        target = key_in(self.new, key, physical, retire=True)
         return target != physical, target
 
 

@@ -741,3 +741,18 @@ def test_a_random_shrink_moves_retired_shards_to_shard_mod_n(
     assert retired > 0 and max(copies) > 0  # retired items were copied, then cleaned up
     assert all(int(key.rsplit("#", 1)[1]) < 16 for key in raw_keys(WideClick))
     assert len(raw_keys(WideClick)) == len(reference)
+
+
+def test_a_new_random_shard_has_no_other_old_key_when_growing() -> None:
+    """Growing 16 -> 32, an item born on shard 28 has no old key but its own; shrinking
+    32 -> 16, retired shard 28 moves to 12 (a 28 -> 12 mirror when growing left a second
+    copy at 12 that outlived the migration)."""
+    from shardmodel.migration.rules import key_in, resized_layout
+    from shardmodel.strategies import KeyValues
+
+    declared = Click._sharded().layout
+    sixteen = resized_layout("Click", declared, 16)
+    key = KeyValues("k", {}, {})
+    assert key_in(sixteen, key, "k#28") == "k#28"  # the old layout of a grow
+    assert key_in(sixteen, key, "k#28", retire=True) == "k#12"  # the new layout of a shrink
+    assert key_in(sixteen, key, "k#5", retire=True) == "k#5"
