@@ -30,6 +30,7 @@ from shardmodel.errors import (
     UnsupportedOperationError,
 )
 from shardmodel.keys import KeyLayout
+from shardmodel.migration.rules import holding, one_phase
 from shardmodel.ordered import OrderedShards, check_sort_key
 from shardmodel.retry import is_condition_failure
 from shardmodel.strategies import DynamicShards, KeyValues, TimeBuckets
@@ -181,25 +182,32 @@ class ShardedBatchWrite(BatchWrite[_M]):
                 "a shard's share of them; call save() (an update of the other attributes) "
                 "or add()"
             )
-        if put_item._shard_attribute() is not None:
-            put_item._write_key()
-            migration = put_item._migration()
-            if migration is not None and migration.random_shrink:
-                raise UnsupportedOperationError(
-                    f"{type(put_item).__name__}: while RandomShards shrinks a save may reach "
-                    "a retired shard only if the item's original is there, a condition a "
-                    "batch cannot carry; call save() until the migration is done"
-                )
-        super().save(put_item)
-        for pinned in put_item._migration_copies(delete=False):
-            super().save(pinned)
+        with holding(put_item):
+            if put_item._shard_attribute() is not None:
+                primary = put_item._write_key()
+                migration = put_item._migration()
+                if migration is not None and migration.random_shrink:
+                    raise UnsupportedOperationError(
+                        f"{type(put_item).__name__}: while RandomShards shrinks a save may "
+                        "reach a retired shard only if the item's original is there, a "
+                        "condition a batch cannot carry; call save() until the migration is "
+                        "done"
+                    )
+                if migration is not None:  # the commit may come a phase later: keep this one
+                    put_item = put_item._pinned(primary)
+            super().save(put_item)
+            for pinned in put_item._migration_copies(delete=False):
+                super().save(pinned)
 
     def delete(self, del_item: _M) -> None:
-        if del_item._shard_attribute() is not None:
-            del_item._stored_key()
-        super().delete(del_item)
-        for pinned in del_item._migration_copies(delete=True):
-            super().delete(pinned)
+        with holding(del_item):
+            if del_item._shard_attribute() is not None:
+                primary = del_item._stored_key()
+                if del_item._migration() is not None:  # as in save: keep this phase's keys
+                    del_item = del_item._pinned(primary)
+            super().delete(del_item)
+            for pinned in del_item._migration_copies(delete=True):
+                super().delete(pinned)
 
 
 class ShardedModel(Resharding, metaclass=ShardedModelMeta):
@@ -214,6 +222,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
 
     # -- writes -----------------------------------------------------------------------
 
+    @one_phase
     def save(
         self, condition: Condition | None = None, *, add_version_condition: bool = True
     ) -> dict[str, Any]:
@@ -241,12 +250,13 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
         primary = self._stored_key() if delete else self._write_key()
         key = self._instance_key_values()
         others = (migration.delete_keys if delete else migration.mirror_keys)(key, primary)
-        copies = []
-        for other in others:
-            pinned = copy.copy(self)
-            pinned._pinned_key = other
-            copies.append(pinned)
-        return copies
+        return [self._pinned(other) for other in others]
+
+    def _pinned(self: _M, physical: str) -> _M:
+        """This item (its values shared) written or deleted at ``physical`` whatever the phase."""
+        pinned = copy.copy(self)
+        pinned._pinned_key = physical
+        return pinned
 
     def _refuse_in_migration(self) -> None:
         """Transactions name one key; during a shard count change an item may have two."""
@@ -320,6 +330,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             )
         return args, kwargs
 
+    @one_phase
     def update(
         self,
         actions: list[Action],
@@ -337,6 +348,7 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             self.refresh(consistent_read=True)  # the response holds one shard's counters only
         return result
 
+    @one_phase
     def delete(
         self, condition: Condition | None = None, *, add_version_condition: bool = True
     ) -> Any:

@@ -2,7 +2,9 @@
 
 A process learns the phase from the migration state table through a
 :class:`ReshardWatch` (cached for ``cache_seconds``). The rules of each phase are
-chosen so that a process one phase behind is still correct (see the runbook):
+chosen so that a process one phase behind is still correct (see the runbook). A
+write reads the phase once and follows that row to its last request
+(:meth:`ReshardWatch.held`): a row mixed with the next one is not a row of this table.
 
 ======== ============== ============== ========== ===========
 phase    writes         deletes        reads      prefer copy
@@ -19,10 +21,12 @@ done     new            new            new        new
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from attrs import evolve, frozen
 from pynamodb.constants import ALL
@@ -41,10 +45,15 @@ __all__ = [
     "PhaseRules",
     "ReshardWatch",
     "follow",
+    "holding",
     "numbered_position",
+    "one_phase",
 ]
 
 Side = Literal["old", "new"]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_S = TypeVar("_S")
 
 #: The attribute a backfill copy carries until it is checked against the old copy; reads
 #: skip such copies (the old copy, if it still exists, is read instead).
@@ -250,8 +259,8 @@ class ReshardWatch:
         model: the model (its declared layout is the old one until the code changes).
         store: the migration state table access.
         cache_seconds: how long a read state is reused; must stay below the migration's
-            ``settle_seconds`` minus the longest request, so a process lags at most one
-            phase.
+            ``settle_seconds`` minus the longest write (all its requests), so a write
+            lags at most one phase.
         clock: epoch seconds (inject a simulated clock in tests).
     """
 
@@ -268,14 +277,43 @@ class ReshardWatch:
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._cached: tuple[float, ActiveMigration | None] | None = None
+        self._held = threading.local()
 
     def current(self) -> ActiveMigration | None:
-        """The migration in progress (None: none), from the cache when fresh enough."""
+        """The migration in progress (None: none), from the cache when fresh enough.
+
+        Inside :meth:`held`, the view the calling thread's operation began with.
+        """
+        held: list[ActiveMigration | None] | None = getattr(self._held, "view", None)
+        if held is not None:
+            return held[0]
         with self._lock:
             cached = self._cached
         if cached is not None and self.clock.now() - cached[0] < self.cache_seconds:
             return cached[1]
         return self.refresh()
+
+    @contextmanager
+    def held(self) -> Iterator[ActiveMigration | None]:
+        """One operation's view: every :meth:`current` in this thread returns it meanwhile.
+
+        A write follows one phase's rules from its first request to its last. A view
+        refreshed in between would mix two phases: a delete begun in ``backfill`` removes
+        the old key (that phase's primary), and, its other keys worked out in
+        ``read_new`` (whose primary is the new key), removes the old key again and
+        never the new one, which every read then returns. Holding the view, the write
+        lags at most one phase, which the rules tolerate. Nested holds keep the outer one.
+        """
+        outer: list[ActiveMigration | None] | None = getattr(self._held, "view", None)
+        if outer is not None:
+            yield outer[0]
+            return
+        view = self.current()
+        self._held.view = [view]
+        try:
+            yield view
+        finally:
+            self._held.view = None
 
     def refresh(self) -> ActiveMigration | None:
         """Read the state table now (strongly consistent) and cache what it says."""
@@ -303,6 +341,26 @@ class ReshardWatch:
             )
         old = resized_layout(name, declared, state.old_count)
         return ActiveMigration(state, old, resized_layout(name, declared, state.new_count))
+
+
+def holding(model: Any) -> AbstractContextManager[Any]:
+    """One view of the migration for an operation on ``model`` (see ``ReshardWatch.held``)."""
+    watch: ReshardWatch | None = getattr(model, "_reshard", None)
+    return nullcontext() if watch is None else watch.held()
+
+
+def one_phase(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """Run a model instance's write under one view of the migration (see ``holding``)."""
+
+    def run(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        watch: ReshardWatch | None = getattr(self, "_reshard", None)
+        if watch is None:  # no migration followed: nothing to hold
+            return method(self, *args, **kwargs)
+        with watch.held():
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 def check_reshardable(model: type[Model]) -> None:

@@ -349,8 +349,12 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
         # time (the run now reports its longest write). The one shardmodel path found to
         # produce the symptom, a delete stalled between its two keys past the cleanup's
         # second look, is fixed (test_a_delete_stalled_between_its_two_keys_... in
-        # tests/unit/test_migration.py), and the failure recurred after the fix: its
-        # cause is open. moto's conditional writes are not atomic
+        # tests/unit/test_migration.py), and the failure recurred after the fix. A second
+        # cause, on every server, was a write that read the phase again between its
+        # requests: a delete begun in backfill (old key first) finished by read_new's
+        # rules (new key first) deleted the old key twice and left the new copy
+        # (test_a_write_spanning_a_phase_change_follows_the_phase_it_began_in; a write
+        # now holds one view). moto's conditional writes are still not atomic
         # (test_moto_conditional_writes_are_not_atomic), which the backfill's copy
         # protocol relies on; a failing run prints each returned item's copies and the
         # phases of its save and delete (diagnose()) for whoever digests it next.

@@ -2,15 +2,17 @@
 
 Two processes read and write the same table; each sees the migration state only when
 it syncs, so one may lag a phase behind (the settle time guarantees no more: a phase
-advances only once every process has seen the current one). The backfill and cleanup
-run page by page and may crash between any two steps. After every step each process's
-get, query (with a cursor resumed later), count and batch_get must return exactly the
-logical items.
+advances only once every process has seen the current one). A process may also sync in
+the middle of a write, right after its first request (a cache expiring then). The
+backfill and cleanup run page by page and may crash between any two steps. After every
+step each process's get, query (with a cursor resumed later), count and batch_get must
+return exactly the logical items.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -74,6 +76,7 @@ STEPS = st.one_of(
     st.tuples(st.just("scan"), st.integers(min_value=1, max_value=3), st.booleans()),
     st.tuples(st.just("page"), PROCESS),
     st.tuples(st.just("resume"), PROCESS),
+    st.tuples(st.just("midsync"), PROCESS, SEQS, st.sampled_from(["save", "delete", "update"])),
 )
 
 
@@ -145,8 +148,38 @@ class Run:
             )
         elif kind == "resume":
             self.resume(step[1])
+        elif kind == "midsync":
+            _, process, seq, write = step
+            with self.synced_mid_write(process):
+                self.step((write, process, seq))
         for process in (0, 1):
             self.check(process)
+
+    @contextlib.contextmanager
+    def synced_mid_write(self, process: int) -> Iterator[None]:
+        """The process reads the migration state again right after a write's first request."""
+        connection = self.models[process]._get_connection()
+        names = ("put_item", "update_item", "delete_item")
+        originals = {name: getattr(connection, name) for name in names}
+        synced = {"done": False}
+
+        def after(call: Any) -> Any:
+            def run(*args: Any, **kwargs: Any) -> Any:
+                result = call(*args, **kwargs)
+                if not synced["done"]:
+                    synced["done"] = True
+                    self.sync(process)
+                return result
+
+            return run
+
+        for name, call in originals.items():
+            setattr(connection, name, after(call))
+        try:
+            yield
+        finally:
+            for name in names:
+                delattr(connection, name)  # the class's methods again
 
     def advance(self) -> bool:
         state = self.operator.status()

@@ -756,3 +756,113 @@ def test_a_new_random_shard_has_no_other_old_key_when_growing() -> None:
     assert key_in(sixteen, key, "k#28") == "k#28"  # the old layout of a grow
     assert key_in(sixteen, key, "k#28", retire=True) == "k#12"  # the new layout of a shrink
     assert key_in(sixteen, key, "k#5", retire=True) == "k#5"
+
+
+def _moving(count: int) -> list[int]:
+    """Sequence numbers whose key differs between 16 and 32 hash shards."""
+    moving = [
+        s
+        for s in range(100)
+        if Reading(sensor="k", seq=s)._stored_key() != WideReading(sensor="k", seq=s)._stored_key()
+    ]
+    return moving[:count]
+
+
+def _to_backfilled(clock: SimulatedClock) -> Reshard:
+    """Reading followed and migrating 16 -> 32, its backfill done, still in phase backfill."""
+    follow(Reading, cache_seconds=0, clock=clock)
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    for _ in range(2):
+        clock.advance(1)
+        operator.advance()
+    operator.run_job()
+    return operator
+
+
+def _finish(operator: Reshard, clock: SimulatedClock, check: Any) -> None:
+    """The remaining phases, calling ``check()`` in each."""
+    state = operator.status()
+    while state is not None and state.phase != Phase.DONE:
+        clock.advance(1)
+        if state.phase in (Phase.BACKFILL, Phase.CLEANUP):
+            operator.run_job()
+        state = operator.advance()
+        check()
+
+
+@pytest.mark.parametrize("write", ["delete", "update", "save"])
+def test_a_write_spanning_a_phase_change_follows_the_phase_it_began_in(
+    write: str, migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write's first request is in flight in backfill when read_new begins.
+
+    In backfill a write's first key is the old one; in read_new it is the new one. Had
+    the write looked at the phase again after its first request, it would have worked
+    out its other keys by read_new's rules: the old key again, never the new one. A
+    delete then left the new copy, which every read from read_new on returns (the
+    "returned deleted" of the concurrent test on dynalite); an update or overwrite left
+    it stale, and reads now prefer it. A write keeps the phase it began in.
+    """
+    clock = migration_tables
+    victim, other = _moving(2)
+    for seq in (victim, other):
+        Reading(sensor="k", seq=seq, value="v").save()
+    operator = _to_backfilled(clock)
+    assert len(raw_keys(Reading)) == 4  # each at its old and its new key
+    connection = Reading._get_connection()
+    request = {"delete": "delete_item", "update": "update_item", "save": "put_item"}[write]
+    original = getattr(connection, request)
+    calls = {"n": 0}
+
+    def stalled(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 1:  # the write's first request done: the phase moves on
+            clock.advance(1)
+            assert operator.advance().phase == Phase.READ_NEW
+        return result
+
+    monkeypatch.setattr(connection, request, stalled)
+    reference = {other: "v"}
+    gone: set[Any] = set()
+    if write == "delete":
+        Reading.get("k", victim).delete()
+        gone.add(victim)
+    elif write == "update":
+        Reading.get("k", victim).update(actions=[Reading.value.set("updated")])
+        reference[victim] = "updated"
+    else:
+        Reading(sensor="k", seq=victim, value="saved").save()
+        reference[victim] = "saved"
+    monkeypatch.undo()
+    assert calls["n"] >= 1 and operator.status().phase == Phase.READ_NEW  # type: ignore[union-attr]
+    expect(Reading, "k", reference, gone)
+    _finish(operator, clock, lambda: expect(Reading, "k", reference, gone))
+    assert len(raw_keys(Reading)) == len(reference)
+
+
+def test_a_batch_committed_a_phase_later_writes_the_keys_of_the_phase_it_was_made_in(
+    migration_tables: SimulatedClock,
+) -> None:
+    """A batch delete added in backfill, committed in read_new, removes both copies.
+
+    PynamoDB works out a batch item's key when it commits; worked out then by
+    read_new's rules, the delete's first key would be the new key, which the copy
+    added in backfill deletes too: the old copy would stay, and reads return it.
+    """
+    clock = migration_tables
+    victim, other = _moving(2)
+    for seq in (victim, other):
+        Reading(sensor="k", seq=seq, value="v").save()
+    operator = _to_backfilled(clock)
+    batch = Reading.batch_write(auto_commit=False)
+    batch.delete(Reading.get("k", victim))
+    batch.save(Reading(sensor="k", seq=other, value="saved"))
+    clock.advance(1)
+    assert operator.advance().phase == Phase.READ_NEW
+    batch.commit()
+    reference = {other: "saved"}
+    expect(Reading, "k", reference, {victim})
+    _finish(operator, clock, lambda: expect(Reading, "k", reference, {victim}))
+    assert len(raw_keys(Reading)) == 1
