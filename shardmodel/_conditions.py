@@ -114,14 +114,15 @@ def check_key_condition(condition: Condition | None, attribute: Attribute[Any] |
                 )
 
 
-def _named(node: Any) -> set[str]:
-    """The top-level attribute names a condition (or operand) reads."""
+def named_paths(node: Any) -> set[str]:
+    """The top-level attribute names a condition, operand or list of them refers to
+    (function operands such as ``size()`` included)."""
     if isinstance(node, Path):
         return {node.path[0]} if node.path else set()
+    parts = node if isinstance(node, list | tuple) else getattr(node, "values", ())
     found: set[str] = set()
-    parts = getattr(node, "values", ())  # conditions and function operands such as size()
     for part in parts if isinstance(parts, list | tuple) else ():
-        found |= _named(part)
+        found |= named_paths(part)
     return found
 
 
@@ -132,7 +133,7 @@ def check_filter(condition: Condition | None, keys: list[Attribute[Any] | None])
     """
     if condition is None:
         return
-    names = _named(condition)
+    names = named_paths(condition)
     for attribute in keys:
         if attribute is not None and attribute.attr_name in names:
             name = attribute.attr_name

@@ -29,9 +29,9 @@ from attrs import frozen
 from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import STRING
 from pynamodb.expressions.condition import Condition
-from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 
+from shardmodel._conditions import named_paths
 from shardmodel._time import to_utc
 from shardmodel.cursor import encode_cursor
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
@@ -266,20 +266,6 @@ def _chunks(buckets: list[list[str]], width: int) -> list[list[str]]:
     return groups
 
 
-def _named_paths(node: Any) -> set[str]:
-    """The top-level attribute names a condition refers to."""
-    if isinstance(node, Path):
-        return {node.path[0]} if node.path else set()
-    if isinstance(node, Condition):
-        found: set[str] = set()
-        for value in node.values:
-            found |= _named_paths(value)
-        return found
-    if isinstance(node, list | tuple):
-        return set().union(*(_named_paths(v) for v in node)) if node else set()
-    return set()
-
-
 class TimeSeriesMeta(ShardedModelMeta):
     """Checks a time-series model's key declaration when the class is defined."""
 
@@ -418,7 +404,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
     def _check_actions(self, actions: Sequence[Action]) -> None:
         super()._check_actions(actions)
         for action in actions:
-            named = _named_paths(action.values[0]) & self._derived_names()
+            named = named_paths(action.values[0]) & self._derived_names()
             if named:
                 raise ShardKeyError(
                     f"{type(self).__name__}.{named.pop()} is part of the keys, not a stored "
@@ -497,7 +483,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
                 f"{name}.{what}: start {low.isoformat()} is after end {high.isoformat()}; "
                 "pass the earlier time first"
             )
-        for attribute in _named_paths(filter_condition):
+        for attribute in named_paths(filter_condition):
             if attribute in cls._derived_names():
                 raise ShardKeyError(
                     f"{name}.{what}(filter_condition=...): {attribute!r} is stored in the "
