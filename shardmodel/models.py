@@ -271,10 +271,16 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
 
     def _write_copies(self, delete: bool) -> None:
         """Put (or delete) the item's other copies after the primary write succeeded."""
-        for pinned in self._migration_copies(delete):
+        copies = self._migration_copies(delete)
+        if not copies:
+            return
+        hash_name = self._sharded().attr_name
+        range_attr = self._range_key_attribute()
+        migration = None if delete else self._migration()
+        primary = self._write_key() if migration is not None else ""
+        for pinned in copies:
             attributes = pinned.serialize()  # as stored: the version already counted
-            hash_key = attributes.pop(self._sharded().attr_name)[STRING]
-            range_attr = self._range_key_attribute()
+            hash_key = attributes.pop(hash_name)[STRING]
             range_key = None
             if range_attr is not None:
                 range_key = attributes.pop(range_attr.attr_name)[range_attr.attr_type]
@@ -282,10 +288,9 @@ class ShardedModel(Resharding, metaclass=ShardedModelMeta):
             if delete:
                 connection.delete_item(hash_key, range_key=range_key)
                 continue
-            migration = self._migration()
-            if migration is not None and migration.only_if_stored(self._write_key(), hash_key):
+            if migration is not None and migration.only_if_stored(primary, hash_key):
                 # a retired key that may hold this item's original (RandomShards shrink)
-                stored = Path([self._sharded().attr_name]).exists()
+                stored = Path([hash_name]).exists()
                 try:
                     connection.put_item(
                         hash_key, range_key=range_key, attributes=attributes, condition=stored
