@@ -5,28 +5,47 @@ own ``ExclusiveStartKey`` and ``Limit``). PynamoDB's ``Connection.query`` rebuil
 whole request each time: conditions serialized, placeholders substituted, the table's
 metadata looked up. :class:`PreparedQuery` runs that very code once, with a stand-in
 partition key, keeps the request it would have sent, and per shard copies it with the
-key value replaced. Sending goes through PynamoDB's ``dispatch`` (its signals, its
-consumed-capacity default) and errors are wrapped in ``QueryError`` as
-``Connection.query`` wraps them.
+key value replaced. The template carries the consumed-capacity default PynamoDB's
+``dispatch`` adds; sending goes through ``dispatch`` itself only when it would do more
+than send (a receiver of its signals, its debug log on), else straight to
+``_make_api_call`` (PynamoDB's ``ClientError`` wrapping), saving its request id and log
+calls. Errors are wrapped in ``QueryError`` as ``Connection.query`` wraps them.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from pynamodb.connection import base
 from pynamodb.connection.base import BOTOCORE_EXCEPTIONS, Connection
 from pynamodb.constants import (
     EXPRESSION_ATTRIBUTE_VALUES,
     LIMIT,
     QUERY,
+    RETURN_CONSUMED_CAPACITY,
     STRING,
+    TOTAL,
 )
 from pynamodb.exceptions import QueryError
+from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 __all__ = ["PreparedQuery"]
 
 #: The partition key the template is built with: a value no real key equals.
 _STAND_IN = "\x00shardmodel-prepared-key\x00"
+
+
+def dispatch_is_plain() -> bool:
+    """True when PynamoDB's ``dispatch`` would only send: no signal receivers, no debug log.
+
+    Without blinker PynamoDB's signals are no-ops (they have no ``receivers``).
+    """
+    return (
+        not getattr(pre_dynamodb_send, "receivers", None)
+        and not getattr(post_dynamodb_send, "receivers", None)
+        and not base.log.isEnabledFor(logging.DEBUG)
+    )
 
 
 class _Recorder:
@@ -59,6 +78,8 @@ class PreparedQuery:
         recorder = _Recorder(self._connection)
         Connection.query(recorder, connection.table_name, _STAND_IN, **fixed)  # type: ignore[arg-type]
         template = recorder.request or {}
+        if RETURN_CONSUMED_CAPACITY not in template:  # as dispatch adds it to every Query
+            template.update(self._connection.get_consumed_capacity_map(TOTAL))
         values: dict[str, Any] = template.get(EXPRESSION_ATTRIBUTE_VALUES, {})
         slots = [name for name, value in values.items() if value == {STRING: _STAND_IN}]
         self._slot = slots[0] if len(slots) == 1 else None
@@ -81,6 +102,8 @@ class PreparedQuery:
         if limit is not None:
             request[LIMIT] = limit
         try:
+            if dispatch_is_plain():
+                return connection._make_api_call(QUERY, request)
             return connection.dispatch(QUERY, request)
         except BOTOCORE_EXCEPTIONS as error:  # as Connection.query wraps them
             raise QueryError(f"Failed to query items: {error}", error)  # noqa: B904

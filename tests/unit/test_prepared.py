@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 import pytest
 from pynamodb.connection.base import Connection
 from pynamodb.exceptions import QueryError
+from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from shardmodel.lean import LeanConnection, table_connection
-from shardmodel.lean.prepared import PreparedQuery
+from shardmodel.lean.prepared import PreparedQuery, dispatch_is_plain
 from tests.models import Photo, RandomEvent
 
 pytestmark = pytest.mark.usefixtures("tables")
@@ -34,16 +36,19 @@ CASES: list[tuple[type[Any], dict[str, Any]]] = [
 
 
 def sent(monkeypatch: pytest.MonkeyPatch, call: Any) -> dict[str, Any]:
-    """The request ``call`` dispatches (not sent: dispatch is replaced)."""
+    """The request ``call`` hands the client (not sent: ``_make_api_call`` is replaced).
+
+    Below ``dispatch``: the request as sent, with the defaults ``dispatch`` adds.
+    """
     requests: list[dict[str, Any]] = []
 
-    def dispatch(self: Any, operation: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def make_api_call(self: Any, operation: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         requests.append({"operation": operation, **kwargs})
         return {"Items": []}
 
     with monkeypatch.context() as patch:
-        patch.setattr(Connection, "dispatch", dispatch)
-        patch.setattr(LeanConnection, "dispatch", dispatch)
+        patch.setattr(Connection, "_make_api_call", make_api_call)
+        patch.setattr(LeanConnection, "_make_api_call", make_api_call)
         call()
     (request,) = requests
     return request
@@ -109,3 +114,35 @@ def test_without_a_recognizable_template_each_call_builds_its_own(
     assert sent(monkeypatch, lambda: prepared("u#3", None, 2)) == sent(
         monkeypatch, lambda: connection.query("u#3", limit=2)
     )
+
+
+@pytest.mark.parametrize("signal", [pre_dynamodb_send, post_dynamodb_send])
+def test_pynamodb_signals_reach_their_receivers_as_from_connection_query(signal: Any) -> None:
+    connection = table_connection(RandomEvent)
+    prepared = PreparedQuery(connection)
+    heard: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        heard.append({k: v for k, v in kwargs.items() if k != "req_uuid"})
+
+    with signal.connected_to(receiver):
+        assert not dispatch_is_plain()
+        prepared("u#1")
+        connection.query("u#1")
+    assert dispatch_is_plain()
+    assert heard == [{"operation_name": "Query", "table_name": RandomEvent.Meta.table_name}] * 2
+
+
+def test_pynamodbs_debug_log_is_written_as_from_connection_query(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    connection = table_connection(RandomEvent)
+    prepared = PreparedQuery(connection)
+    with caplog.at_level(logging.DEBUG, logger="pynamodb.connection.base"):
+        prepared("u#1")
+        ours = [r.getMessage() for r in caplog.records if r.name == "pynamodb.connection.base"]
+        caplog.clear()
+        connection.query("u#1")
+        theirs = [r.getMessage() for r in caplog.records if r.name == "pynamodb.connection.base"]
+    assert ours and len(ours) == len(theirs)
+    assert ours[0] == theirs[0]  # the request, as dispatch logs it
