@@ -20,7 +20,12 @@ test, PynamoDB or a user registered there still runs):
    subclass botocore raises for an error response.
 
 ``provide-client-params`` and ``before-parameter-build`` are emitted before the body is
-serialized, as botocore does. What it skips of botocore's pipeline: parameter validation
+serialized, as botocore does. The events' handlers are called through
+:class:`~shardmodel.lean.hooks.Hooks` (the same handlers, order and arguments, without
+the emitter's per-event overhead; botocore's standard retry handler is not asked about
+a first-try 2xx response whose checksum matches, whose answer is known to be no).
+
+What it skips of botocore's pipeline: parameter validation
 (PynamoDB turns it off), the user-agent header, the ``request-created`` and
 ``before-sign`` events, and the ``amz-sdk-*`` headers.
 """
@@ -33,6 +38,7 @@ import time
 from typing import Any
 
 from shardmodel.fastparse import parse_body
+from shardmodel.lean.hooks import Hooks
 from shardmodel.lean.http import HttpPool
 from shardmodel.lean.sigv4 import Signer
 
@@ -180,6 +186,7 @@ class LeanClient:
         meta = client.meta
         self.client = client
         self.meta = meta
+        self.hooks = Hooks(meta.events)
         service = meta.service_model
         self._service_id = service.service_id.hyphenize()
         self._models = {name: service.operation_model(name) for name in LEAN_OPERATIONS}
@@ -234,7 +241,7 @@ class LeanClient:
         from botocore.awsrequest import AWSPreparedRequest
 
         client = self.client
-        events = self.meta.events
+        events = self.hooks
         model = self._models[operation_name]
         suffix = f"{self._service_id}.{operation_name}"
         context: dict[str, Any] = {}
@@ -266,6 +273,7 @@ class LeanClient:
             http, parsed = answer
         else:
             attempts = 0
+            received = f"response-received.{suffix}"
             while True:
                 attempts += 1
                 headers = Headers(request_dict["headers"])
@@ -281,21 +289,23 @@ class LeanClient:
                     http, parsed = self._attempt(suffix, model, request, attempts)
                 except Exception as error:
                     exception = error
-                events.emit(
-                    f"response-received.{suffix}",
-                    response_dict=None if http is None else _response_dict(http, model),
-                    parsed_response=parsed,
-                    context=context,
-                    exception=exception,
-                )
-                delays = events.emit(
+                if events.has_handlers(received):
+                    events.emit(
+                        received,
+                        response_dict=None if http is None else _response_dict(http, model),
+                        parsed_response=parsed,
+                        context=context,
+                        exception=exception,
+                    )
+                delays = events.needs_retry(
                     f"needs-retry.{suffix}",
-                    response=None if http is None else (http, parsed),
+                    http,
+                    parsed,
+                    exception,
+                    attempts,
+                    request_dict,
                     endpoint=client._endpoint,
                     operation=model,
-                    attempts=attempts,
-                    caught_exception=exception,
-                    request_dict=request_dict,
                 )
                 delay = next((d for _, d in delays if d is not None), None)
                 if delay is None or delay is False:
@@ -320,7 +330,7 @@ class LeanClient:
     ) -> tuple[Any, dict[str, Any]]:
         """One attempt: a hook's answer or the server's, parsed as botocore parses it."""
         http: Any = None
-        for _, answer in self.meta.events.emit(f"before-send.{suffix}", request=request):
+        for _, answer in self.hooks.emit(f"before-send.{suffix}", request=request):
             if answer is not None:
                 http = answer
                 break

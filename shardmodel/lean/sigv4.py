@@ -119,9 +119,9 @@ class Signer:
         to_sign = "\n".join(
             (_ALGORITHM, stamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
         )
-        signature = hmac.new(
-            self._key(frozen.secret_key, day), to_sign.encode("utf-8"), hashlib.sha256
-        ).hexdigest()
+        signature = hmac.digest(
+            self._key(frozen.secret_key, day), to_sign.encode("utf-8"), "sha256"
+        ).hex()
         added["authorization"] = (
             f"{_ALGORITHM} Credential={frozen.access_key}/{scope}, "
             f"SignedHeaders={signed_headers}, Signature={signature}"
