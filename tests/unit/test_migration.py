@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -839,6 +840,57 @@ def test_a_write_spanning_a_phase_change_follows_the_phase_it_began_in(
     assert calls["n"] >= 1 and operator.status().phase == Phase.READ_NEW  # type: ignore[union-attr]
     expect(Reading, "k", reference, gone)
     _finish(operator, clock, lambda: expect(Reading, "k", reference, gone))
+    assert len(raw_keys(Reading)) == len(reference)
+
+
+def test_a_save_and_a_delete_overlapping_across_a_phase_change_end_as_one_order(
+    migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes: a save begun in backfill (old key, then new), a delete in read_new.
+
+    The delete (new key, then old) runs whole between the save's two puts, the
+    interleaving one phase of lag allows: save(old), delete(new), delete(old),
+    save(new). What is left is the new copy alone, holding the save: the end state of
+    the delete followed by the save, which is what DynamoDB may make of a save and a
+    delete of one item sent at the same moment. Every later phase reads it once, and
+    the cleanup leaves it.
+    """
+    clock = migration_tables
+    victim, other = _moving(2)
+    for seq in (victim, other):
+        Reading(sensor="k", seq=seq, value="v").save()
+    operator = _to_backfilled(clock)
+    connection = Reading._get_connection()
+    original = connection.put_item
+    calls = {"n": 0}
+    failures: list[BaseException] = []
+
+    def delete_elsewhere() -> None:  # another thread: its own view of the phase
+        try:
+            item = Reading.get("k", victim)
+            assert Reading._migration().state.phase == Phase.READ_NEW  # type: ignore[attr-defined]
+            item.delete()
+        except BaseException as error:
+            failures.append(error)
+
+    def stalled(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 1:  # the save's old key written: read_new begins, the delete runs
+            clock.advance(1)
+            assert operator.advance().phase == Phase.READ_NEW
+            deleter = threading.Thread(target=delete_elsewhere)
+            deleter.start()
+            deleter.join()
+        return result
+
+    monkeypatch.setattr(connection, "put_item", stalled)
+    Reading(sensor="k", seq=victim, value="saved").save()
+    monkeypatch.undo()
+    assert failures == [] and calls["n"] == 2
+    reference = {victim: "saved", other: "v"}
+    expect(Reading, "k", reference)
+    _finish(operator, clock, lambda: expect(Reading, "k", reference))
     assert len(raw_keys(Reading)) == len(reference)
 
 
