@@ -21,6 +21,7 @@ however lean the client.
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
@@ -40,7 +41,8 @@ DYNALITE = Path(__file__).resolve().parents[1] / "node_modules" / ".bin" / "dyna
 LATENCY = 0.005
 SHARDS = 16
 RUNS = 30
-CPU_RUNS = 400
+CPU_ROUNDS = 10
+CPU_PER_ROUND = 40
 TABLE = "floor-bench"
 
 
@@ -161,13 +163,25 @@ def fan_out_ratios(url: str, load: bool = True) -> dict[str, tuple[float, float]
     return found
 
 
-def _cpu(call: Callable[[], object]) -> float:
-    for _ in range(20):
-        call()
-    started = time.process_time()
-    for _ in range(CPU_RUNS):
-        call()
-    return (time.process_time() - started) / CPU_RUNS
+def _cpu_rounds(calls: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """CPU seconds per call of each path: the median of CPU_ROUNDS interleaved rounds.
+
+    Rounds rotate through the paths, so drift (a neighbour, the CPU clock) spreads over
+    all of them, and the median keeps one collection of the caller's heap (the query
+    bench's 100,000 streamed items) out of a path's number.
+    """
+    gc.collect()
+    for call in calls.values():
+        for _ in range(20):
+            call()
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(CPU_ROUNDS):
+        for name, call in calls.items():
+            started = time.process_time()
+            for _ in range(CPU_PER_ROUND):
+                call()
+            samples[name].append((time.process_time() - started) / CPU_PER_ROUND)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def cpu_per_request(url: str) -> dict[str, float]:
@@ -192,14 +206,16 @@ def cpu_per_request(url: str) -> dict[str, float]:
     lean = LeanClient(client)
     table = table_connection(Floor)
     shard = PreparedQuery(table, scan_index_forward=False)  # as the merged query sends
-    return {
-        "botocore client.query": _cpu(lambda: client.query(**_request("k#1", 13))),
-        "lean client alone": _cpu(lambda: lean.call("Query", _request("k#1", 13))),
-        "PynamoDB query, lean client": _cpu(
-            lambda: table.query("k#1", limit=13, scan_index_forward=False)
-        ),
-        "merged query's shard path": _cpu(lambda: shard("k#1", None, 13)),
-    }
+    return _cpu_rounds(
+        {
+            "botocore client.query": lambda: client.query(**_request("k#1", 13)),
+            "lean client alone": lambda: lean.call("Query", _request("k#1", 13)),
+            "PynamoDB query, lean client": lambda: table.query(
+                "k#1", limit=13, scan_index_forward=False
+            ),
+            "merged query's shard path": lambda: shard("k#1", None, 13),
+        }
+    )
 
 
 def print_floor(ratios: dict[str, tuple[float, float]]) -> None:
@@ -210,7 +226,10 @@ def print_floor(ratios: dict[str, tuple[float, float]]) -> None:
 
 
 def print_cpu(cpu: dict[str, float]) -> None:
-    print(f"\nclient CPU of one 13-item Query (process CPU, mean of {CPU_RUNS}, no latency)")
+    print(
+        f"\nclient CPU of one 13-item Query (process CPU, median of {CPU_ROUNDS} interleaved "
+        f"rounds of {CPU_PER_ROUND}, no latency)"
+    )
     for name, seconds in cpu.items():
         print(f"  {name:<28}{seconds * 1e3:>7.3f} ms")
 

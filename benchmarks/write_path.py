@@ -173,3 +173,7 @@ def main() -> None:
         print(f"{name:<24}{op:<11}{base * 1e6:>10.0f}{value * 1e6:>12.0f}{value / base:>8.2f}")
     ratios = [value / base for _, op, base, value in rows if op == "save"]
     print(f"median save ratio: {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()
