@@ -126,6 +126,20 @@ CASES: list[tuple[str, Any, Any, Exception | None, bool]] = [
 ]
 
 
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """One entry per time botocore's standard retry handler is asked (its context built)."""
+    calls: list[int] = []
+    create = standard.RetryEventAdapter.create_retry_context
+
+    def counted(self: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return create(self, **kwargs)
+
+    monkeypatch.setattr(standard.RetryEventAdapter, "create_retry_context", counted)
+    return calls
+
+
 def _kind(delay: Any) -> Any:
     """A handler's answer with its random back-off reduced to "a delay"."""
     return delay if delay is None or delay is False else "a delay"
@@ -137,21 +151,13 @@ def _kind(delay: Any) -> Any:
     ids=[case[0] for case in CASES],
 )
 def test_the_standard_retry_handler_is_skipped_only_where_its_answer_is_known(
-    monkeypatch: pytest.MonkeyPatch,
+    asked: list[int],
     client: Any,
     http: Any,
     parsed: Any,
     exception: Exception | None,
     known: bool,
 ) -> None:
-    asked: list[int] = []
-    create = standard.RetryEventAdapter.create_retry_context
-
-    def counted(self: Any, **kwargs: Any) -> Any:
-        asked.append(1)
-        return create(self, **kwargs)
-
-    monkeypatch.setattr(standard.RetryEventAdapter, "create_retry_context", counted)
     model = client.meta.service_model.operation_model("Query")
 
     def arguments() -> dict[str, Any]:
@@ -186,16 +192,8 @@ def test_the_standard_retry_handler_is_skipped_only_where_its_answer_is_known(
 
 
 def test_another_needs_retry_handler_or_a_later_attempt_asks_the_handlers(
-    monkeypatch: pytest.MonkeyPatch, client: Any
+    asked: list[int], client: Any
 ) -> None:
-    asked: list[int] = []
-    create = standard.RetryEventAdapter.create_retry_context
-
-    def counted(self: Any, **kwargs: Any) -> Any:
-        asked.append(1)
-        return create(self, **kwargs)
-
-    monkeypatch.setattr(standard.RetryEventAdapter, "create_retry_context", counted)
     hooks = Hooks(client.meta.events)
     model = client.meta.service_model.operation_model("Query")
     arguments = {"endpoint": client._endpoint, "operation": model}
