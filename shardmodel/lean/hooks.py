@@ -91,11 +91,12 @@ class Hooks:
             answer: tuple[Any, Any] = self.events.emit_until_response(name, **kwargs)
             return answer
         kwargs["event_name"] = name
+        handler = response = None
         for handler in found:
             response = handler(**kwargs)
             if response is not None:
-                return handler, response
-        return None, None
+                break
+        return handler, response  # as botocore: the last handler called, if none answered
 
     def needs_retry(
         self,

@@ -61,6 +61,11 @@ def test_handlers_are_called_in_the_emitter_s_order_with_its_arguments(client: A
     assert response == "first"  # and the handlers after it are not called
     assert [name for name, _ in log] == ["specific"]
     assert (handler, response) == events.emit_until_response(QUERY, **arguments)
+    unanswered = "before-call.dynamodb.Scan"  # botocore's own two handlers, both None
+    assert Hooks(events).emit_until_response(unanswered, **arguments) == (
+        events.emit_until_response(unanswered, **arguments)
+    )
+    assert Hooks(events).emit_until_response("nothing.listens", **arguments) == (None, None)
 
 
 def test_registering_and_unregistering_take_effect_at_once(client: Any) -> None:
