@@ -75,7 +75,12 @@ class Hooks:
 
     def emit(self, name: str, **kwargs: Any) -> list[tuple[Any, Any]]:
         """``events.emit(name, **kwargs)``."""
-        found = self._handlers(name)
+        return self._emit(name, self._handlers(name), kwargs)
+
+    def _emit(
+        self, name: str, found: _Handlers | None, kwargs: dict[str, Any]
+    ) -> list[tuple[Any, Any]]:
+        """Call ``found`` (looked up already) as the emitter would; None: the emitter does."""
         if found is None:
             result: list[tuple[Any, Any]] = self.events.emit(name, **kwargs)
             return result
@@ -122,14 +127,13 @@ class Hooks:
             and _clean_success(http, parsed)
         ):
             return [(found[0], None)]
-        return self.emit(
-            name,
+        kwargs.update(
             response=None if http is None else (http, parsed),
             attempts=attempts,
             caught_exception=exception,
             request_dict=request_dict,
-            **kwargs,
         )
+        return self._emit(name, found, kwargs)
 
     def _standard_retry_alone(self, name: str, found: _Handlers) -> bool:
         checked = self._retry_checked.get(name)
