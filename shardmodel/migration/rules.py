@@ -353,10 +353,7 @@ def one_phase(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate
     """Run a model instance's write under one view of the migration (see ``holding``)."""
 
     def run(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        watch: ReshardWatch | None = getattr(self, "_reshard", None)
-        if watch is None:  # no migration followed: nothing to hold
-            return method(self, *args, **kwargs)
-        with watch.held():
+        with holding(self):
             return method(self, *args, **kwargs)
 
     functools.update_wrapper(run, method)
