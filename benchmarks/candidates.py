@@ -44,12 +44,21 @@ import sys
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.request_floor import DYNALITE, LATENCY, SHARDS, _client, _load, _request
+from benchmarks.request_floor import (
+    DYNALITE,
+    LATENCY,
+    SHARDS,
+    _client,
+    _load,
+    _request,
+    interleaved_cpu,
+)
 from shardmodel.lean import LeanClient
 from shardmodel.lean.http import HttpPool
 from shardmodel.lean.sigv4 import Signer
@@ -525,12 +534,10 @@ def measure(url: str) -> dict[str, dict[str, float]]:
         candidate.batch(5)
         candidate.fan()
         candidate.one()
-    cpu: dict[str, list[float]] = {c.name: [] for c in candidates}
-    for _ in range(CPU_ROUNDS):
-        for candidate in candidates:
-            started = time.process_time()
-            candidate.batch(CPU_BATCH)
-            cpu[candidate.name].append((time.process_time() - started) / CPU_BATCH)
+    batches = interleaved_cpu(
+        {c.name: partial(c.batch, CPU_BATCH) for c in candidates}, CPU_ROUNDS, 1
+    )
+    cpu = {name: [seconds / CPU_BATCH for seconds in values] for name, values in batches.items()}
     wall: dict[str, dict[str, list[float]]] = {
         c.name: {"one": [], "fan": [], "fan_cpu": []} for c in candidates
     }
@@ -624,20 +631,15 @@ def decoding(url: str) -> dict[str, dict[str, tuple[float, float] | None]]:
     found: dict[str, dict[str, tuple[float, float] | None]] = {}
     for label, body in bodies.items():
         expected = json.loads(body)
-        times: dict[str, list[float]] = {name: [] for name, codec in codecs.items() if codec}
-        for name in times:
-            codec = codecs[name]
-            assert codec is not None
+        decoders = {name: codec for name, codec in codecs.items() if codec is not None}
+        for name, codec in decoders.items():
             if codec(body) != expected:
                 raise RuntimeError(f"{name} decodes the {label} body differently from json")
-        for _ in range(DECODE_ROUNDS):
-            for name in times:
-                codec = codecs[name]
-                assert codec is not None
-                started = time.process_time()
-                for _ in range(DECODE_BATCH):
-                    codec(body)
-                times[name].append((time.process_time() - started) / DECODE_BATCH)
+        times = interleaved_cpu(
+            {name: partial(codec, body) for name, codec in decoders.items()},
+            DECODE_ROUNDS,
+            DECODE_BATCH,
+        )
         found[label] = {
             name: (min(times[name]), statistics.median(times[name])) if name in times else None
             for name in codecs

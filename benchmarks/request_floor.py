@@ -163,24 +163,35 @@ def fan_out_ratios(url: str, load: bool = True) -> dict[str, tuple[float, float]
     return found
 
 
+def interleaved_cpu(
+    calls: dict[str, Callable[[], object]], rounds: int, repeat: int
+) -> dict[str, list[float]]:
+    """Process CPU seconds per call of each of ``calls``: one sample a round.
+
+    Each sample times ``repeat`` calls; rounds visit the calls in turn, so drift (a
+    neighbour, the CPU clock) spreads over all of them alike.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            started = time.process_time()
+            for _ in range(repeat):
+                call()
+            samples[name].append((time.process_time() - started) / repeat)
+    return samples
+
+
 def _cpu_rounds(calls: dict[str, Callable[[], object]]) -> dict[str, float]:
     """CPU seconds per call of each path: the median of CPU_ROUNDS interleaved rounds.
 
-    Rounds rotate through the paths, so drift (a neighbour, the CPU clock) spreads over
-    all of them, and the median keeps one collection of the caller's heap (the query
-    bench's 100,000 streamed items) out of a path's number.
+    The median keeps one collection of the caller's heap (the query bench's 100,000
+    streamed items) out of a path's number.
     """
     gc.collect()
     for call in calls.values():
         for _ in range(20):
             call()
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(CPU_ROUNDS):
-        for name, call in calls.items():
-            started = time.process_time()
-            for _ in range(CPU_PER_ROUND):
-                call()
-            samples[name].append((time.process_time() - started) / CPU_PER_ROUND)
+    samples = interleaved_cpu(calls, CPU_ROUNDS, CPU_PER_ROUND)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
