@@ -1,7 +1,8 @@
 """The floor under a 16-shard latest-100 read on dynalite: 16 requests, no mapper at all.
 
 Measures, with the same 5 ms injected round trip as the query bench, one query of 100
-items against 16 queries of 13 items made at once on a warm 16-thread pool, three ways:
+items against 16 queries of 13 items made at once on a warm 16-thread pool, three ways
+(after a warm-up, in rounds that time every path's one query and its 16 in turn):
 
 * **botocore**: ``client.query`` (what plain PynamoDB sends through);
 * **signed, no pipeline**: a hand-built request signed with the client's signer and sent
@@ -115,13 +116,10 @@ def _lean_client(client: Any) -> Callable[[str, int], Any]:
     return query
 
 
-def _median(run: Callable[[], object]) -> float:
-    times = []
-    for _ in range(RUNS):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def _seconds(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
 
 
 def _client(url: str) -> Any:
@@ -147,20 +145,31 @@ def fan_out_ratios(url: str, load: bool = True) -> dict[str, tuple[float, float]
         ("signed, no pipeline", _lean(client, url)),
         ("lean", _lean_client(client)),
     )
-    found = {}
+    runs: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {}
     for name, query in paths:
+
+        def one(q: Callable[[str, int], Any] = query) -> Any:
+            return q("single", 100)
 
         def fan_out(q: Callable[[str, int], Any] = query) -> list[Any]:
             futures = [pool.submit(q, key, 13) for key in keys]
             return [future.result() for future in futures]
 
+        runs[name] = (one, fan_out)
+    for single, fan in runs.values():
         for _ in range(3):
-            fan_out()  # warm the threads and the sockets
-        one = _median(lambda q=query: q("single", 100))
-        many = _median(fan_out)
-        found[name] = (one, many)
+            single()
+            fan()  # warm the threads and the sockets
+    samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in runs}
+    for _ in range(RUNS):  # every path in turn, so drift falls on all of them alike
+        for name, (single, fan) in runs.items():
+            samples[name][0].append(_seconds(single))
+            samples[name][1].append(_seconds(fan))
     pool.shutdown()
-    return found
+    return {
+        name: (statistics.median(ones), statistics.median(many))
+        for name, (ones, many) in samples.items()
+    }
 
 
 def interleaved_cpu(
@@ -230,7 +239,10 @@ def cpu_per_request(url: str) -> dict[str, float]:
 
 
 def print_floor(ratios: dict[str, tuple[float, float]]) -> None:
-    print(f"16 requests vs one, dynalite, {LATENCY * 1000:.0f} ms round trip, median of {RUNS}")
+    print(
+        f"16 requests vs one, dynalite, {LATENCY * 1000:.0f} ms round trip, median of {RUNS} "
+        "interleaved rounds"
+    )
     print(f"{'path':<22}{'1 x 100 ms':>12}{'16 x 13 ms':>12}{'ratio':>8}")
     for name, (one, many) in ratios.items():
         print(f"{name:<22}{one * 1000:>12.1f}{many * 1000:>12.1f}{many / one:>8.2f}")

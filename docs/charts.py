@@ -219,7 +219,39 @@ def draw_key_format(path: Path) -> None:
 
 
 BENCH_OUTPUT = ROOT / "benchmarks" / "last_run.txt"
+#: the merged query and the guides' loops on botocore: drawn, and required in the output
 VARIANTS = ("merged", "sequential + sort", "thread pool + sort")
+#: the same loops on the merged query's request path: drawn when the output has them
+LEAN_VARIANTS = ("sequential + sort, lean", "thread pool + sort, lean")
+#: single-partition baselines drawn as horizontal lines, when the output has them
+BASELINES = ("single partition", "single, lean")
+#: every numeric column label the bench has printed (the ratios' labels have changed)
+COLUMNS = (
+    "wall ms",
+    "/base",
+    "/plain",
+    "/lean",
+    "CPU ms",
+    "CPU µs/item",
+    "requests",
+    "items read",
+    "returned",
+    "read/ret",
+    "peak MiB",
+)
+
+
+def _columns(header: str) -> list[str]:
+    """The numeric column labels of a table's header, in order (labels hold spaces)."""
+    found, rest = [], header.split("variant", 1)[1]
+    while rest.strip():
+        rest = rest.lstrip()
+        label = next((c for c in COLUMNS if rest.startswith(c)), None)
+        if label is None:
+            raise ValueError(f"{BENCH_OUTPUT.name}: unknown column at {rest!r}; see COLUMNS")
+        found.append(label)
+        rest = rest[len(label) :]
+    return found
 
 
 def bench_tables(text: str) -> dict[str, list[dict[str, Any]]]:
@@ -229,21 +261,24 @@ def bench_tables(text: str) -> dict[str, list[dict[str, Any]]]:
     for number, line in enumerate(lines):
         if not line.startswith("shards  variant") or number == 0:
             continue
+        columns = _columns(line)
+        if "CPU µs/item" not in columns:
+            continue  # the streaming table: no per-workload rows to draw
         title = lines[number - 1].split(":")[0].split(" (")[0].strip()
         rows = tables.setdefault(title, [])
         for row in lines[number + 2 :]:
             cells = row.split()
-            if len(cells) < 10 or not (cells[0].isdigit() or cells[0] == "-"):
+            if len(cells) < len(columns) + 2 or not (cells[0].isdigit() or cells[0] == "-"):
                 break
-            variant = " ".join(cells[1:-9])
-            numbers = [float(c) for c in cells[-9:]]
+            variant = " ".join(cells[1 : -len(columns)])
+            numbers = dict(zip(columns, map(float, cells[-len(columns) :]), strict=True))
             rows.append(
                 {
                     "shards": None if cells[0] == "-" else int(cells[0]),
                     "variant": variant,
-                    "wall ms": numbers[0],
-                    "requests": numbers[5],
-                    "items read": numbers[6],
+                    "wall ms": numbers["wall ms"],
+                    "requests": numbers["requests"],
+                    "items read": numbers["items read"],
                 }
             )
     return tables
@@ -254,18 +289,35 @@ def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
 
     measures = ("wall ms", "requests", "items read")
     fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
-    base = next(r for r in rows if r["variant"] == "single partition")
+    present = {r["variant"] for r in rows}
+    drawn = [
+        *zip(VARIANTS, ("o-", "s--", "^:"), ("C0", "C1", "C2"), strict=True),
+        *zip(LEAN_VARIANTS, ("s--", "^:"), ("C1", "C2"), strict=True),
+    ]
     for axis, measure in zip(axes, measures, strict=True):
-        for variant, style in zip(VARIANTS, ("o-", "s--", "^:"), strict=True):
+        for variant, style, color in drawn:
+            if variant not in present:
+                continue
             points = [(r["shards"], r[measure]) for r in rows if r["variant"] == variant]
-            axis.plot(*zip(*points, strict=True), style, label=variant)
-        axis.axhline(base[measure], color="#888888", linewidth=1, label="single partition")
+            lean = variant in LEAN_VARIANTS
+            axis.plot(
+                *zip(*points, strict=True),
+                style,
+                color=color,
+                alpha=0.45 if lean else 1.0,
+                markerfacecolor="none" if lean else color,
+                label=variant,
+            )
+        for variant, shade in zip(BASELINES, ("#888888", "#bbbbbb"), strict=True):
+            base = next((r for r in rows if r["variant"] == variant), None)
+            if base is not None:
+                axis.axhline(base[measure], color=shade, linewidth=1, label=variant)
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
         axis.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])
         axis.set_xlabel("shards")
         axis.set_title(measure, fontsize=10)
-    axes[0].legend(fontsize=7, frameon=False)
+    axes[0].legend(fontsize=6, frameon=False)
     fig.suptitle(f"{title} (from make bench)", fontsize=11)
     fig.tight_layout()
     fig.savefig(path)
