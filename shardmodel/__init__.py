@@ -16,7 +16,7 @@ from shardmodel.errors import (
 )
 from shardmodel.keys import KeyLayout, PhysicalKey
 from shardmodel.metadata import HistoryEntry, ShardMetadata
-from shardmodel.models import ShardedBatchWrite, ShardedModel
+from shardmodel.model.sharded import ShardedBatchWrite, ShardedModel
 from shardmodel.ordered import BoundaryWarning, NormalizedAttribute, OrderedShards
 from shardmodel.query import MergedQuery
 from shardmodel.retry import Backoff

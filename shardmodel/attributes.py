@@ -65,10 +65,7 @@ class ShardedKeyAttribute(UnicodeAttribute):
         the class is created; 3.12 and later raise it as is.)
         """
         super().__set_name__(owner, name)
-        if issubclass(owner, Model) and not any(
-            base.__module__ == "shardmodel.models" and base.__name__ == "ShardedModel"
-            for base in owner.__mro__
-        ):
+        if issubclass(owner, Model) and not getattr(owner, "__shardmodel__", False):
             raise ShardConfigurationError(
                 f"{owner.__name__}.{name}: a ShardedKeyAttribute shards only on a "
                 f"ShardedModel, and {owner.__name__} is a plain PynamoDB Model that would store "

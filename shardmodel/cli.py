@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from shardmodel import __version__
 from shardmodel._terminal import progress, table
+from shardmodel.engine import sharding_of
 
 __all__ = ["COMMANDS", "CommandError", "add_command", "command", "load_model", "main"]
 
@@ -151,7 +152,7 @@ def load_model(path: str, host: str | None = None) -> Any:
 
 def _dynamic_model(path: str, host: str | None) -> Any:
     model = load_model(path, host)
-    if getattr(model, "_shard_directory", None) is None:
+    if sharding_of(model).directory is None:
         raise CommandError(f"{path} has no DynamicShards partition key; its count is fixed")
     return model
 
@@ -407,9 +408,9 @@ def _hot(args: argparse.Namespace) -> int:
     if args.partition_wcu is not None and args.partition_wcu <= 0:
         raise CommandError("--partition-wcu: give a number above 0")
     model = load_model(args.model, args.host)
-    if getattr(model, "_shard_attribute", lambda: None)() is None:
+    if sharding_of(model).spec.table_key() is None:
         raise CommandError(f"{args.model} is not a ShardedModel with a sharded partition key")
-    if args.grow and getattr(model, "_shard_directory", None) is None:
+    if args.grow and sharding_of(model).directory is None:
         raise CommandError(f"--grow: {args.model} has no DynamicShards key to grow")
     cloudwatch, streams = _clients(model, args.host)
     try:

@@ -20,6 +20,8 @@ from typing import Any, Generic, TypeVar
 
 from pynamodb.expressions.condition import Condition
 
+from shardmodel.engine.codec import logical_raw
+from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
 from shardmodel.filters import matches
 
@@ -54,7 +56,7 @@ def check_index_read(
     """
     name = model.__name__
     attributes = model.get_attributes()
-    counters = {attributes[n].attr_name for n in model._counter_names}
+    counters = {attributes[n].attr_name for n in sharding_of(model).spec.counters}
     shown = counters if attributes_to_get is None else counters & set(attributes_to_get)
     if shown or filtered:
         raise UnsupportedOperationError(
@@ -75,7 +77,7 @@ def summed_filter(
     """
 
     def keep(raw: _RawItem) -> bool:
-        logical: _RawItem = model._logical_raw(raw)[0]
+        logical: _RawItem = logical_raw(model, raw)[0]
         return matches(condition, logical)
 
     if projection is None:

@@ -12,7 +12,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from shardmodel.attributes import ShardedKeyAttribute
-from shardmodel.models import ShardedModel
+from shardmodel.model.sharded import ShardedModel
 from shardmodel.strategies import RandomShards
 from shardmodel.testing import create_tables, mock_dynamodb
 

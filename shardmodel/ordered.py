@@ -483,35 +483,3 @@ def sample_cuts(
         sizes[shard] = end - previous
         previous = end
     return SampleCuts(tuple(boundaries), tuple(repeated), tuple(sizes))
-
-
-def check_sort_key(model: Any, attr: Any, strategy: OrderedShards) -> None:
-    """Refuse an OrderedShards whose ``on`` is not the sort key of the key it shards."""
-    if attr.is_hash_key:
-        sort_name = model._range_keyname
-        where = f"the table {model.Meta.table_name!r}" if hasattr(model, "Meta") else "the table"
-    else:
-        sort_name, where = None, "its index"
-        for index in model._indexes.values():
-            keys = index.Meta.attributes.values()
-            if any(a.is_hash_key and a.attr_name == attr.attr_name for a in keys):
-                where = f"index {index.Meta.index_name!r}"
-                sort_attr = next((a for a in keys if a.is_range_key), None)
-                sort_name = model._python_name(sort_attr)
-    if sort_name != strategy.on:
-        fix = (
-            f"declare {strategy.on!r} the sort key there, or pass on={sort_name!r}"
-            if sort_name
-            else f"give {where} a string sort key, NormalizedAttribute(range_key=True)"
-        )
-        raise ShardConfigurationError(
-            f"{model.__name__}.{attr.attr_name}: OrderedShards(on={strategy.on!r}) must order "
-            f"by the sort key of {where}, which is {sort_name!r}: a shard keeps its items in "
-            f"the order of that sort key, which is what makes the shards read in order; {fix}"
-        )
-    source = model.get_attributes()[strategy.on]
-    if isinstance(source, NormalizedAttribute) and source.normalize is not strategy.normalize:
-        raise ShardConfigurationError(
-            f"{model.__name__}.{strategy.on}: NormalizedAttribute(normalize=...) and "
-            f"OrderedShards(normalize=...) differ; pass the same function to both"
-        )

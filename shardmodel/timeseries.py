@@ -34,9 +34,13 @@ from pynamodb.expressions.update import Action
 from shardmodel._conditions import named_paths
 from shardmodel._time import to_utc
 from shardmodel.cursor import encode_cursor
+from shardmodel.engine import sharding_of
+from shardmodel.engine.items import with_keys
+from shardmodel.engine.queries import cursor_secret, parallelism_of, resume
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 from shardmodel.keys import KeyLayout
-from shardmodel.models import ShardedModel, ShardedModelMeta
+from shardmodel.model.declaration import ShardedModelMeta
+from shardmodel.model.sharded import ShardedModel
 from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.request_bound import check_fan_out, request_bound
 from shardmodel.strategies import KeyValues, Segment, ShardStrategy, TimeBounds
@@ -401,8 +405,10 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         self._fill_series_keys()
         return super()._get_serialized_keys()
 
-    def _check_actions(self, actions: Sequence[Action]) -> None:
-        super()._check_actions(actions)
+    def _check_series_actions(self, actions: Any) -> None:
+        """Refuse actions on the entity or time: they live in the keys, not as attributes."""
+        if not isinstance(actions, list):
+            return
         for action in actions:
             named = named_paths(action.values[0]) & self._derived_names()
             if named:
@@ -410,6 +416,33 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
                     f"{type(self).__name__}.{named.pop()} is part of the keys, not a stored "
                     "attribute; delete() the reading and save() it with the new value"
                 )
+
+    def update(
+        self,
+        actions: list[Action],
+        condition: Condition | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> Any:
+        """Update the reading (its entity and time are its keys: not updatable)."""
+        self._check_series_actions(actions)
+        return super().update(actions, condition, add_version_condition=add_version_condition)
+
+    def get_update_kwargs_from_instance(
+        self,
+        actions: list[Action],
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> dict[str, Any]:
+        self._check_series_actions(actions)
+        return super().get_update_kwargs_from_instance(
+            actions,
+            condition,
+            return_values_on_condition_failure,
+            add_version_condition=add_version_condition,
+        )
 
     # -- entity and time on load ------------------------------------------------------
 
@@ -456,7 +489,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
             return None
         layout = cls._series()
         wanted = [a for a in attributes_to_get if a not in cls._derived_names()]
-        return cls._with_keys(wanted, [layout.pk().attr_name, layout.sk().attr_name])
+        return with_keys(cls, wanted, [layout.pk().attr_name, layout.sk().attr_name])
 
     @classmethod
     def _plan_series(
@@ -514,14 +547,14 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         entity, buckets, condition = cls._plan_series(
             "count_series", entity, start, end, filter_condition, max_requests
         )
-        fetch = cls._shard_fetcher(
+        fetch = sharding_of(cls).executor.query_fetcher(
             range_key_condition=condition,
             filter_condition=filter_condition,
             consistent_read=consistent_read,
             select="COUNT",
         )
         keys = [key for bucket in buckets for key in bucket]
-        return count_shards(fetch, keys, cls._parallelism(parallelism))
+        return count_shards(fetch, keys, parallelism_of(cls, parallelism))
 
     @classmethod
     def query_series(
@@ -556,7 +589,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         entity, buckets, condition = cls._plan_series(
             "query_series", entity, start, end, filter_condition, max_requests
         )
-        width = cls._parallelism(parallelism)
+        width = parallelism_of(cls, parallelism)
         groups = _chunks(buckets, width)
         if not scan_index_forward:
             groups.reverse()
@@ -566,10 +599,10 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
             logical_key=entity,
             forward=scan_index_forward,
         )
-        secret = cls._cursor_secret()
-        resume = cls._resume(last_evaluated_key, identity, groups, secret)
+        secret = cursor_secret(cls)
+        resumed = resume(cls, last_evaluated_key, identity, groups, secret, moving=False)
         key_names = [layout.pk().attr_name, layout.sk().attr_name]
-        fetch = cls._shard_fetcher(
+        fetch = sharding_of(cls).executor.query_fetcher(
             range_key_condition=condition,
             filter_condition=filter_condition,
             attributes_to_get=cls._series_projection(attributes_to_get),
@@ -589,7 +622,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
             limit=limit,
             page_size=page_size,
             parallelism=width,
-            resume=resume,
+            resume=resumed,
         )
 
     @classmethod

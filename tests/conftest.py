@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, settings
 
 from shardmodel.testing import bind_models, create_tables, mock_dynamodb
 from tests.models import ALL_MODELS
+from tests.support import shard_directory
 
 # "fast" for local runs, "ci" (more examples) when CI is set; no deadlines: server round
 # trips vary with machine load, and correctness, not speed, is what these tests check.
@@ -37,6 +38,6 @@ def tables() -> Iterator[None]:
         yield
         bind_models(ALL_MODELS, host=None)
     for model in ALL_MODELS:
-        directory = getattr(model, "_shard_directory", None)
+        directory = shard_directory(model)
         if directory is not None:
             directory.clear_cache()

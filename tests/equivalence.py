@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from shardmodel.engine import sharding_of
 from tests.models import HashedEvent, IsoEvent, PlainEvent, PlainIsoEvent, RandomEvent
 
 _keys = itertools.count()
@@ -197,7 +198,7 @@ def check_dynamic_equivalence(
     from tests.models import DynamicEvent
 
     key = f"dyn-{next(_keys)}"
-    directory = DynamicEvent._shard_directory
+    directory = sharding_of(DynamicEvent).directory
     assert directory is not None
     timestamps = scenario["timestamps"]
     with PlainEvent.batch_write() as plain:

@@ -8,7 +8,14 @@ from typing import Any
 
 from pynamodb.models import Model
 
+from shardmodel import ShardedModel
+from shardmodel.engine import sharding_of
 from shardmodel.testing import create_tables, drop_tables
+
+
+def shard_directory(model: type[Model]) -> Any:
+    """A dynamic model's metadata table access (None for any other model)."""
+    return sharding_of(model).directory if issubclass(model, ShardedModel) else None
 
 
 def raw_items(model: type[Model]) -> list[dict[str, Any]]:
@@ -56,7 +63,7 @@ def model_tables(models: Iterable[type[Model]]) -> dict[str, type[Model]]:
     tables: dict[str, type[Model]] = {}
     for model in models:
         tables[model.Meta.table_name] = model
-        directory = getattr(model, "_shard_directory", None)
+        directory = shard_directory(model)
         if directory is not None:
             metadata = directory.table()  # bound to the model's endpoint
             tables[metadata.Meta.table_name] = metadata
@@ -84,7 +91,7 @@ def reset_tables(models: Iterable[type[Model]], client: Any) -> None:
     for name in sorted(set(tables) & existing):
         _delete_every_item(client, name, tables[name])
     for model in models:
-        directory = getattr(model, "_shard_directory", None)
+        directory = shard_directory(model)
         if directory is not None:
             directory.clear_cache()  # as delete_table does: no count outlives its items
 

@@ -5,17 +5,18 @@ the model calls :func:`follow` once; an operator drives the phases with
 :class:`Reshard` or ``shardmodel reshard module:Model --to N``.
 """
 
-from shardmodel.migration.backfill import COPY_MARKER, Progress, ScanJob
-from shardmodel.migration.reshard import Estimate, Reshard
-from shardmodel.migration.rules import ActiveMigration, PhaseRules, ReshardWatch, follow, unfollow
-from shardmodel.migration.state import (
+from shardmodel.keyspace.phases import (
+    COPY_MARKER,
     PHASES,
-    MigrationConflictError,
+    ActiveMigration,
     MigrationState,
-    MigrationStore,
     Phase,
-    SegmentProgress,
+    PhaseRules,
 )
+from shardmodel.migration.backfill import Progress, ScanJob
+from shardmodel.migration.reshard import Estimate, Reshard
+from shardmodel.migration.rules import ReshardWatch, follow, unfollow
+from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 
 __all__ = [
     "COPY_MARKER",

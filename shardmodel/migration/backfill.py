@@ -24,10 +24,12 @@ from attrs import evolve
 from botocore.exceptions import ClientError
 from pynamodb.models import Model
 
-from shardmodel.migration.rules import COPY_MARKER, ActiveMigration, key_in
+from shardmodel.engine import sharding_of
+from shardmodel.engine.items import instance_key_values
+from shardmodel.keyspace.phases import COPY_MARKER, ActiveMigration, key_in
 from shardmodel.migration.state import MigrationStore, Phase, SegmentProgress
 
-__all__ = ["COPY_MARKER", "Progress", "ScanJob"]
+__all__ = ["Progress", "ScanJob"]
 
 log = logging.getLogger("shardmodel.reshard")
 
@@ -138,7 +140,7 @@ class ScanJob:
         self.page_size = page_size
         self.progress = progress
         self.fault = fault or (lambda point: None)
-        attr = model._sharded()  # type: ignore[attr-defined]
+        attr = sharding_of(model).key()
         self.hash_name: str = attr.attr_name
         range_attr = model._range_key_attribute()  # type: ignore[no-untyped-call]
         self.range_name: str | None = range_attr.attr_name if range_attr is not None else None
@@ -187,7 +189,7 @@ class ScanJob:
     def _handle(self, raw: _RawItem) -> int:
         physical = raw[self.hash_name]["S"]
         item = self.model.from_raw_data(raw)
-        key = item._instance_key_values()  # type: ignore[attr-defined]
+        key = instance_key_values(item)
         target = key_in(self.migration.new, key, physical, retire=True)
         if target == physical:
             return 0  # already at its new key (or the same key in both layouts)

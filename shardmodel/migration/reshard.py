@@ -9,22 +9,12 @@ from attrs import evolve, frozen
 from pynamodb.models import Model
 
 from shardmodel._time import Clock, SystemClock
+from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
+from shardmodel.keyspace.phases import PHASES, MigrationState, Phase, numbered_position, shard_count
 from shardmodel.migration.backfill import Progress, ScanJob
-from shardmodel.migration.rules import (
-    ReshardWatch,
-    check_reshardable,
-    numbered_position,
-    shard_count,
-)
-from shardmodel.migration.state import (
-    PHASES,
-    MigrationConflictError,
-    MigrationState,
-    MigrationStore,
-    Phase,
-    SegmentProgress,
-)
+from shardmodel.migration.rules import ReshardWatch, check_reshardable
+from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 from shardmodel.strategies import MAX_SHARDS, RandomShards
 
 __all__ = ["Estimate", "Reshard"]
@@ -97,7 +87,7 @@ class Reshard:
     def start(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> MigrationState:
         """Begin a change to ``to`` shards: phase prepare."""
         name = self.model.__name__
-        layout = self.model._sharded().layout  # type: ignore[attr-defined]
+        layout = sharding_of(self.model).key().layout
         old = shard_count(name, layout)
         if isinstance(to, bool) or not isinstance(to, int) or not 1 <= to <= MAX_SHARDS:
             raise ShardConfigurationError(
@@ -107,7 +97,7 @@ class Reshard:
             raise ShardConfigurationError(f"{name} already has {old} shards; nothing to do")
         numbered = layout.strategies[numbered_position(name, layout)]
         if isinstance(numbered, RandomShards) and to < old:
-            if getattr(self.model, "_counter_names", ()):
+            if sharding_of(self.model).spec.counters:
                 raise ShardConfigurationError(
                     f"{name}: shrinking a counter model's RandomShards ({old} -> {to}) is not "
                     "supported: a retired shard's partial sums would move while readers sum "
@@ -232,7 +222,7 @@ class Reshard:
     def estimate(self, to: int | None = None) -> Estimate:
         """The cost of the migration to ``to`` shards (default: the one in progress)."""
         name = self.model.__name__
-        layout = self.model._sharded().layout  # type: ignore[attr-defined]
+        layout = sharding_of(self.model).key().layout
         old = shard_count(name, layout)
         if to is None:
             to = self._required().new_count
@@ -259,7 +249,7 @@ class Reshard:
     def plan(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> str:
         """The dry-run text: the phases to ``to`` shards and what they will cost."""
         name = self.model.__name__
-        old = shard_count(name, self.model._sharded().layout)  # type: ignore[attr-defined]
+        old = shard_count(name, sharding_of(self.model).key().layout)
         cost = self.estimate(to)
         lines = [
             f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} shards, "

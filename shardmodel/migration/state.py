@@ -9,7 +9,6 @@ on the version read, so two operators cannot advance one migration twice.
 from __future__ import annotations
 
 import json
-from enum import Enum
 from typing import Any
 
 import cattrs
@@ -19,6 +18,7 @@ from pynamodb.exceptions import GetError, PutError, TableDoesNotExist
 from pynamodb.models import Model
 
 from shardmodel.errors import ShardModelError
+from shardmodel.keyspace.phases import PHASES, MigrationState, Phase
 from shardmodel.metadata import MIRRORED_META
 from shardmodel.retry import is_condition_failure
 
@@ -34,52 +34,6 @@ __all__ = [
 
 class MigrationConflictError(ShardModelError, RuntimeError):
     """Another process changed the migration state first, or the step is not allowed now."""
-
-
-class Phase(str, Enum):
-    """The phases of a shard count change, in order (see the resharding runbook)."""
-
-    PREPARE = "prepare"  # deletes reach both layouts; reads cover both
-    DUAL_WRITE = "dual_write"  # writes go to old and new keys
-    BACKFILL = "backfill"  # the backfill copies old-only items to their new keys
-    READ_NEW = "read_new"  # reads prefer the new copy; writes still reach both
-    NEW_ONLY = "new_only"  # writes go to the new keys only
-    CLEANUP = "cleanup"  # the cleanup deletes the old copies
-    DONE = "done"  # reads and writes use the new layout only
-
-
-#: Every phase in order.
-PHASES: tuple[Phase, ...] = tuple(Phase)
-
-
-@frozen
-class MigrationState:
-    """One table's shard count change, as every process reads it.
-
-    Attributes:
-        table: the main table.
-        old_count: the shard count the model declares (and the table holds) at the start.
-        new_count: the shard count it moves to.
-        phase: the current phase.
-        changed_at: epoch seconds of the last phase change.
-        settle_seconds: the least time between two phase changes: longer than any
-            process's state cache plus its longest request, so no process lags by two.
-        segments: how many parallel scan segments the backfill and cleanup use.
-        version: the optimistic-lock counter (set by the store).
-    """
-
-    table: str
-    old_count: int
-    new_count: int
-    phase: Phase
-    changed_at: float
-    settle_seconds: float
-    segments: int = 1
-    version: int = 0
-
-    def at(self, phase: Phase) -> bool:
-        """True when the migration has reached ``phase`` (or a later one)."""
-        return PHASES.index(self.phase) >= PHASES.index(phase)
 
 
 @frozen

@@ -21,6 +21,7 @@ from attrs import frozen
 
 from shardmodel._time import Clock, SystemClock
 from shardmodel.capacity import PARTITION_WCU
+from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardKeyError
 from shardmodel.sizing import item_size, write_units
 
@@ -100,7 +101,7 @@ class HotKeyTracker:
             raise ValueError(f"HotKeyTracker(threshold={threshold!r}): give a number")
         if not 0 < threshold <= 1:
             raise ValueError(f"HotKeyTracker(threshold={threshold!r}): give a share in (0, 1]")
-        if grow and getattr(model, "_shard_directory", None) is None:
+        if grow and sharding_of(model).directory is None:
             raise ValueError(
                 f"HotKeyTracker(grow=True): {model.__name__} has no DynamicShards key to grow"
             )
@@ -115,7 +116,7 @@ class HotKeyTracker:
         self._writes: Counter[str] = Counter()
         self._newest = -math.inf
         self._lock = threading.Lock()
-        self._key_name = model._sharded().attr_name
+        self._key_name = sharding_of(model).key().attr_name
         self._table = model.Meta.table_name
 
     # -- reading records -------------------------------------------------------------
@@ -227,14 +228,14 @@ class HotKeyTracker:
         return sorted(hot, key=lambda k: (-k.load, k.logical_key))
 
     def _live_shards(self, logical: str) -> int:
-        if getattr(self.model, "_shard_directory", None) is None:
+        if sharding_of(self.model).directory is None:
             return self._fixed_shards()
         found = self.model.shard_metadata(logical)
         return 1 if found is None else int(found.number_of_shards)
 
     def _fixed_shards(self) -> int:
         """Shards a fixed-count key's writes spread over (1 when they go to one shard)."""
-        layout = self.model._sharded().layout
+        layout = sharding_of(self.model).key().layout
         count = 1
         for strategy in layout.strategies:
             n = getattr(strategy, "n", None)
@@ -249,7 +250,7 @@ class HotKeyTracker:
 
         Returns ``{logical key: new live count}`` for the keys grown.
         """
-        directory = getattr(self.model, "_shard_directory", None)
+        directory = sharding_of(self.model).directory
         if directory is None:
             raise ValueError(f"{self.model.__name__} has no DynamicShards key to grow")
         ceiling = directory.settings.max_shards

@@ -15,6 +15,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import DynamicShards, ShardedKeyAttribute, ShardedModel, UnsupportedOperationError
 from shardmodel.directory import ShardDirectory
+from shardmodel.engine import sharding_of
 from shardmodel.metadata import HistoryEntry, ShardMetadata
 from shardmodel.testing import bind_models, create_tables, drop_tables
 from tests.models import DYNAMIC_CHANGES, DynamicEvent, DynamicViews
@@ -24,7 +25,7 @@ METADATA_TABLE = "dynamic-events-shards"
 
 
 def _directory() -> ShardDirectory:
-    directory = DynamicEvent._shard_directory
+    directory = sharding_of(DynamicEvent).directory
     assert directory is not None
     return directory
 
@@ -286,7 +287,7 @@ def test_shrink_and_compaction_hide_nothing_from_concurrent_readers(
 
 def test_counters_on_a_dynamic_key_sum_every_shard(backend: str) -> None:
     """50 untokened adds with growths in between sum to 50; a token is refused."""
-    directory = DynamicViews._shard_directory
+    directory = sharding_of(DynamicViews).directory
     assert directory is not None
     for n in range(50):
         if n in (10, 25, 40):
@@ -373,7 +374,7 @@ def test_a_compaction_moves_items_written_with_a_cached_pre_shrink_count(
     """
     processes: list[type[ShardedModel]] = [WriterProcess, OperatorProcess]
     _bind(processes, DynamicEvent.Meta.host, "us-east-1")
-    writers, operator = WriterProcess._shard_directory, OperatorProcess._shard_directory
+    writers, operator = sharding_of(WriterProcess).directory, sharding_of(OperatorProcess).directory
     assert writers is not None and operator is not None
     writers.clear_cache()
     operator.clear_cache()
@@ -422,7 +423,7 @@ def test_rebinding_forgets_counts_cached_from_the_old_endpoint(moto_url: str) ->
             drop_tables(processes)
             create_tables(processes)
         _bind(processes, moto_url, regions[0])
-        writers = WriterProcess._shard_directory
+        writers = sharding_of(WriterProcess).directory
         assert writers is not None
         WriterProcess(user_id="moved", timestamp=0).save()
         for _ in range(2):  # grown to 4 in the first region, cached for 60 s

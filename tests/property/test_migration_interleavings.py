@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shardmodel.engine import sharding_of
 from shardmodel.migration import Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, mock_dynamodb
@@ -266,7 +267,7 @@ def interleave(first: Any, second: Any, to: int, before: list[Any], steps: list[
         bind_models([first, second], host=None)
         create_tables([first])
         try:
-            run = (CounterRun if first._counter_names else Run)((first, second), to)
+            run = (CounterRun if sharding_of(first).spec.counters else Run)((first, second), to)
             for step in before:  # written before the migration starts
                 run.step(step)
             run.start()

@@ -27,6 +27,7 @@ from pynamodb.models import Model
 
 from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
 from shardmodel._building import build_plan, number
+from shardmodel.engine.codec import logical_raw
 
 
 class Address(MapAttribute[str, Any]):
@@ -58,7 +59,7 @@ class Wide(ShardedModel):
 
 def pynamodb_built(model: type[ShardedModel], item: dict[str, Any]) -> Model:
     """What PynamoDB's own ``_instantiate`` builds of the item with its logical key."""
-    logical = model._logical_raw(item)[0]
+    logical = logical_raw(model, item)[0]
     return Model._instantiate.__func__(model, logical)  # type: ignore[attr-defined, no-any-return]
 
 

@@ -20,6 +20,8 @@ from shardmodel import (
     ShardModelError,
     UnsupportedOperationError,
 )
+from shardmodel.engine import sharding_of
+from shardmodel.engine.reads import candidate_keys
 from tests.models import COUNTER_CLOCK, DynamicViews, PageViews, Score
 from tests.support import raw_items
 
@@ -98,7 +100,7 @@ def test_scan_yields_each_logical_item_once_summed() -> None:
 
 def test_scan_without_a_home_shard_item_still_returns_the_item() -> None:
     """An item whose home shard holds nothing is emitted by its lowest shard item."""
-    candidates = PageViews._candidate_keys("nohome")
+    candidates = candidate_keys(PageViews, "nohome")
     connection = PageViews._get_connection()
     for shard in (3, 7):  # shares on two shards, none on the home shard (shard 0)
         connection.update_item(candidates[shard], actions=[PageViews.views.add(5)])
@@ -139,7 +141,7 @@ def test_scan_resumes_from_its_cursor_without_loss_or_repeat() -> None:
 
 def test_dynamic_counters_count_scan_and_filter_logical_items() -> None:
     """A DynamicShards counter key grown to 2 shards reads as one item everywhere."""
-    directory = DynamicViews._shard_directory
+    directory = sharding_of(DynamicViews).directory
     assert directory is not None
     for key in ("a", "b"):
         directory.grow(key, directory.lookup(key) or directory.create(key))

@@ -24,6 +24,7 @@ from shardmodel import (
     TimeBuckets,
     UnsupportedOperationError,
 )
+from shardmodel.engine import sharding_of
 from shardmodel.testing import (
     CapacityLimits,
     CapacitySimulator,
@@ -43,7 +44,7 @@ def _serialized(*models: type[ShardedModel], **options: object) -> CapacitySimul
     """
     simulator = CapacitySimulator(**options)  # type: ignore[arg-type]
     for model in models:
-        directory = model._shard_directory
+        directory = sharding_of(model).directory
         assert directory is not None
         simulator.attach(model, directory.table())
     return simulator
@@ -204,9 +205,9 @@ def throttled(dynamodb_tables: Callable[..., None]) -> Iterator[None]:
     dynamodb_tables(Throttled, Provisioned)
     SEEN.clear()
     for model in (Throttled, Provisioned):
-        assert model._shard_directory is not None
-        model._shard_directory.clear_cache()
-        model._cloudwatch_capacity = None
+        assert sharding_of(model).directory is not None
+        sharding_of(model).directory.clear_cache()
+        sharding_of(model).cloudwatch = None
     yield
 
 
@@ -297,7 +298,7 @@ def test_a_write_that_may_have_landed_is_resent_to_the_same_shard() -> None:
 @pytest.mark.usefixtures("throttled")
 def test_racing_writers_grow_a_key_once() -> None:
     """16 writers see the same count throttle at once: one growth, one history entry."""
-    directory = Throttled._shard_directory
+    directory = sharding_of(Throttled).directory
     assert directory is not None
     with _serialized(Throttled, clock=CLOCK, limits=UNLIMITED):
         seen = directory.for_write("race")
@@ -311,7 +312,7 @@ def test_racing_writers_grow_a_key_once() -> None:
 
 @pytest.mark.usefixtures("throttled")
 def test_racing_creators_agree_on_one_item() -> None:
-    directory = Throttled._shard_directory
+    directory = sharding_of(Throttled).directory
     assert directory is not None
     made: list[object] = []
     with _serialized(Throttled, clock=CLOCK, limits=UNLIMITED):
@@ -321,7 +322,7 @@ def test_racing_creators_agree_on_one_item() -> None:
 
 
 def test_changes_are_logged(caplog: pytest.LogCaptureFixture, tables: None) -> None:
-    directory = DynamicEvent._shard_directory
+    directory = sharding_of(DynamicEvent).directory
     assert directory is not None
     DynamicEvent("logged", 1).save()
     with caplog.at_level(logging.INFO, logger="shardmodel.dynamic"):
@@ -334,7 +335,7 @@ def test_changes_are_logged(caplog: pytest.LogCaptureFixture, tables: None) -> N
 
 @pytest.mark.usefixtures("tables")
 def test_reads_cover_every_shard_in_the_history() -> None:
-    directory = DynamicEvent._shard_directory
+    directory = sharding_of(DynamicEvent).directory
     assert directory is not None
     for seq in range(40):
         if seq in (10, 20):
@@ -359,7 +360,7 @@ def test_a_key_never_written_reads_one_shard() -> None:
 
 @pytest.mark.usefixtures("tables")
 def test_counters_on_a_dynamic_key_sum_every_shard() -> None:
-    directory = DynamicViews._shard_directory
+    directory = sharding_of(DynamicViews).directory
     assert directory is not None
     for n in range(30):
         if n in (5, 15):
@@ -391,7 +392,7 @@ def test_a_reader_cache_is_stale_for_at_most_its_seconds(
     dynamodb_tables: Callable[..., None],
 ) -> None:
     dynamodb_tables(FreshReads)
-    directory = FreshReads._shard_directory
+    directory = sharding_of(FreshReads).directory
     assert directory is not None
     FreshReads("k", 0).save()
     assert FreshReads.count("k") == 1  # caches one shard
@@ -410,7 +411,7 @@ def test_a_reader_cache_is_stale_for_at_most_its_seconds(
 
 
 def _fill(key: str, count: int, growths: tuple[int, ...] = (0, 0)) -> None:
-    directory = DynamicEvent._shard_directory
+    directory = sharding_of(DynamicEvent).directory
     assert directory is not None
     DynamicEvent(key, 0).save()
     for _ in growths:
@@ -485,7 +486,7 @@ def test_an_item_updated_during_compaction_keeps_the_update(
     dynamodb_tables: Callable[..., None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dynamodb_tables(Updating)
-    directory = Updating._shard_directory
+    directory = sharding_of(Updating).directory
     assert directory is not None
     Updating("u", 0).save()
     directory.grow("u", directory.lookup("u"))  # type: ignore[arg-type]
@@ -526,7 +527,7 @@ def test_compaction_waits_out_writers_with_a_count_from_before_the_shrink(
 ) -> None:
     """A writer's cached count still names the retired shards for a while: moved too."""
     dynamodb_tables(CachedWriters)
-    directory = CachedWriters._shard_directory
+    directory = sharding_of(CachedWriters).directory
     assert directory is not None
     CachedWriters("w", 0).save()
     directory.grow("w", directory.lookup("w"))  # type: ignore[arg-type]
@@ -561,7 +562,7 @@ def test_compaction_refuses_composed_keys(dynamodb_tables: Callable[..., None]) 
     assert [e.ts for e in Daily.query("d", Daily.ts.between(1_699_990_000, 1_700_010_000))] == [
         1_700_000_000
     ]
-    Daily._shard_directory.grow("d", Daily.shard_metadata("d"))  # type: ignore[union-attr,arg-type]
+    sharding_of(Daily).directory.grow("d", Daily.shard_metadata("d"))  # type: ignore[union-attr,arg-type]
     Daily.shrink_shards("d", 1)
     with pytest.raises(UnsupportedOperationError, match="only strategy"):
         Daily.compact_shards("d")

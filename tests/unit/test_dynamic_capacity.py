@@ -13,6 +13,7 @@ from shardmodel import (
     ShardedKeyAttribute,
     ShardedModel,
 )
+from shardmodel.engine import sharding_of
 from shardmodel.testing import (
     CapacityLimits,
     CapacitySimulator,
@@ -59,7 +60,7 @@ def hot(dynamodb_tables: Callable[..., None]) -> Iterator[CapacitySimulator]:
     """
     dynamodb_tables(HotEvents)
     CHANGES.clear()
-    directory = HotEvents._shard_directory
+    directory = sharding_of(HotEvents).directory
     assert directory is not None
     directory.clear_cache()
     simulator = CapacitySimulator(

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import DynamicShards, ShardedKeyAttribute, ShardedModel
+from shardmodel.engine import sharding_of
 from shardmodel.ops import TableThrottlePolicy
 from shardmodel.testing import CapacityLimits, CapacitySimulator, SimulatedClock
 
@@ -57,8 +58,8 @@ def policy(dynamodb_tables: Callable[..., None]) -> Iterator[TableThrottlePolicy
     )
     for model in (Metered, Metered2):
         model.Meta.table_throttle_policy = made
-        assert model._shard_directory is not None
-        model._shard_directory.clear_cache()
+        assert sharding_of(model).directory is not None
+        sharding_of(model).directory.clear_cache()
     yield made
     for model in (Metered, Metered2):
         model.Meta.table_throttle_policy = None
@@ -66,8 +67,8 @@ def policy(dynamodb_tables: Callable[..., None]) -> Iterator[TableThrottlePolicy
 
 def _simulator(limits: CapacityLimits) -> CapacitySimulator:
     simulator = CapacitySimulator(clock=CLOCK, limits=limits)
-    assert Metered._shard_directory is not None
-    return simulator.attach(Metered, Metered._shard_directory.table())
+    assert sharding_of(Metered).directory is not None
+    return simulator.attach(Metered, sharding_of(Metered).directory.table())
 
 
 def _provisioned(model: Any = Metered) -> tuple[float, float]:

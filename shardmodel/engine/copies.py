@@ -19,9 +19,10 @@ from typing import Any, Generic, TypeVar
 
 from attrs import evolve, frozen
 
+from shardmodel.engine.items import instance_key_values, sharded
+from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import CursorError
-from shardmodel.migration.rules import ActiveMigration
-from shardmodel.migration.state import PHASES, Phase
+from shardmodel.keyspace.phases import PHASES, ActiveMigration, Phase
 
 __all__ = ["PHASE_MARK", "IndexCopies", "PreferredCopies", "index_copies", "split_cursor"]
 
@@ -65,13 +66,13 @@ class IndexCopies:
         physical = getattr(item, "_physical_key", None)
         if physical is None:
             return True
-        return self.migration.is_preferred(item._instance_key_values(), physical)
+        return self.migration.is_preferred(instance_key_values(item), physical)
 
     def projection(self, model: Any, attributes_to_get: Any) -> list[str] | None:
         """``attributes_to_get`` and what :meth:`keep` reads (the table key's inputs)."""
         if attributes_to_get is None:
             return None
-        attr = model._sharded()
+        attr = sharded(model)
         attributes = model.get_attributes()
         names = [attributes[name].attr_name for name in attr.layout.attributes]
         keys = [a.attr_name for a in (attr, model._range_key_attribute()) if a is not None]
@@ -84,7 +85,7 @@ class IndexCopies:
 def index_copies(model: Any, token: Any) -> tuple[IndexCopies | None, Any]:
     """The copy rule of an index read of ``model`` (None: no migration) and its cursor."""
     start, phase = split_cursor(token)
-    migration: ActiveMigration | None = model._migration()
+    migration = sharding_of(model).migration()
     if migration is None:
         return None, start
     if phase is not None:

@@ -1,0 +1,1 @@
+"""Dynamic shard counts: the metadata table, growth on throttling, shrink, compaction."""

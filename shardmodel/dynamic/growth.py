@@ -1,0 +1,189 @@
+"""Growing a dynamic key when its partition throttles, and its operator's changes.
+
+A dynamic key's write goes to a live shard of the count its writer read; on a
+partition-throttling error the key's count grows (a conditional update of its metadata
+item) and the write is sent again to the larger space. Nothing is lost: a write that may
+have been applied goes again only to the same key, or (if it is not idempotent) not at
+all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pynamodb.exceptions import PynamoDBException
+
+from shardmodel.directory import ShardDirectory
+from shardmodel.engine.items import check_logical, key_values, range_values, sharded
+from shardmodel.engine.sharding import sharding_of
+from shardmodel.errors import UnsupportedOperationError
+from shardmodel.metadata import ShardMetadata
+from shardmodel.request_bound import request_bound
+from shardmodel.retry import Backoff, attempt_log, surely_unapplied, watch_attempts
+from shardmodel.strategies import ShardCount
+from shardmodel.throttles import CloudWatchCapacity, ThrottleScope, throttle_scope
+
+__all__ = [
+    "directory_of",
+    "grow_shards",
+    "grown_keys",
+    "save_growing",
+    "shard_metadata",
+    "shrink_shards",
+    "throttle_scope_of",
+    "write_counter_growing",
+]
+
+_T = TypeVar("_T")
+
+
+def directory_of(model: type[Any]) -> ShardDirectory:
+    """The metadata table access of a dynamic model, or a clear refusal."""
+    directory = sharding_of(model).directory
+    if directory is None:
+        raise UnsupportedOperationError(
+            f"{model.__name__}: its partition key does not use DynamicShards, so its shard "
+            "count is fixed; declare strategy=DynamicShards() to grow and shrink it"
+        )
+    return directory
+
+
+def shard_metadata(model: type[Any], hash_key: str) -> ShardMetadata | None:
+    """A dynamic key's metadata item, read strongly consistent (None: never written)."""
+    return directory_of(model).lookup(check_logical(model, hash_key), consistent=True)
+
+
+def grown_keys(model: type[Any], min_shards: int = 2) -> list[ShardMetadata]:
+    """Keys whose reads touch at least ``min_shards`` shards, most first: the hot ones."""
+    return [m for m in directory_of(model).every_key() if m.readable >= min_shards]
+
+
+def grow_shards(model: type[Any], hash_key: str, to: int) -> ShardMetadata:
+    """Raise a dynamic key's live count to ``to`` ahead of a known burst."""
+    return directory_of(model).grow_to(check_logical(model, hash_key), to)
+
+
+def shrink_shards(model: type[Any], hash_key: str, count: int) -> ShardMetadata:
+    """Lower a dynamic key's live count: new writes spread over ``count`` shards."""
+    return directory_of(model).shrink(check_logical(model, hash_key), count)
+
+
+def throttle_scope_of(model: type[Any], error: BaseException) -> ThrottleScope | None:
+    """Whether ``error`` throttled a partition or the table (None: not a throttle).
+
+    An opt-in ``Meta.table_throttle_policy`` observes every classified error.
+    """
+    engine = sharding_of(model)
+    if engine.cloudwatch is None:
+        engine.cloudwatch = CloudWatchCapacity(
+            region=getattr(model.Meta, "region", None), clock=directory_of(model).settings.clock
+        )
+    scope = throttle_scope(
+        error, model.Meta.table_name, lambda: _provisioned_wcu(model), engine.cloudwatch
+    )
+    policy = getattr(model.Meta, "table_throttle_policy", None)
+    if policy is not None:  # opt-in: a TableThrottlePolicy (shardmodel.ops)
+        policy.observe(model, error, scope)
+    return scope
+
+
+def _provisioned_wcu(model: type[Any]) -> float:
+    table = sharding_of(model).executor.connection().describe_table()
+    if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
+        return 0.0
+    return float(table.get("ProvisionedThroughput", {}).get("WriteCapacityUnits") or 0)
+
+
+def growing(
+    model: type[Any],
+    logical: str,
+    write: Callable[[ShardMetadata, bool], _T],
+    resend_unknown: bool,
+) -> _T:
+    """Run ``write(metadata, move)``; grow the key and run it again on partition throttles.
+
+    Throttles fail fast (botocore does not retry them here): the first one may grow the
+    key, and the backoff between resends is this loop's. ``move`` is False when an
+    earlier attempt may have been applied (a timeout before the throttle): the write must
+    then go to the same physical key again, or, if it is not idempotent
+    (``resend_unknown`` False), not at all.
+    """
+    directory = directory_of(model)
+    watch_attempts(sharding_of(model).executor.connection().connection.client)
+    backoff = getattr(model.Meta, "shard_backoff", None)
+    if not isinstance(backoff, Backoff):
+        backoff = Backoff(sleep=directory.settings.clock.sleep)
+    waits = backoff.waits()
+    seen = directory.for_write(logical)
+    move = True
+    while True:
+        with attempt_log(fail_fast=True) as kinds:
+            try:
+                return write(seen, move)
+            except PynamoDBException as error:
+                failure: PynamoDBException = error
+        scope = throttle_scope_of(model, failure)  # outside the log: it may call the table
+        if scope is None:
+            raise failure
+        move = move and surely_unapplied(kinds)  # once maybe applied, stay on that key
+        if not move and not resend_unknown:
+            raise failure
+        if move and scope == "partition":
+            grown = directory.grow(logical, seen)
+            more = grown.number_of_shards > seen.number_of_shards
+            seen = grown
+            if more:
+                continue  # a bigger space: retry at once
+        if next(waits, None) is None:
+            raise failure
+
+
+def save_growing(item: Any, put: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A new item of a dynamic key: written to a live shard, growing the key if hot."""
+    model = type(item)
+    logical = check_logical(model, getattr(item, sharded(model).attr_name))
+
+    def write(seen: ShardMetadata, move: bool) -> dict[str, Any]:
+        if move:
+            item._physical_key = None
+            item._write_counts = seen
+        return put()
+
+    return growing(model, logical, write, resend_unknown=True)
+
+
+def write_counter_growing(
+    model: type[Any], hash_key: Any, range_key: Any, update: Callable[[str], Any]
+) -> None:
+    """An untokened ``add`` on a dynamic key: a live shard, growing the key if hot."""
+    logical = check_logical(model, hash_key)
+    rng = sharded(model).rng
+    engine = sharding_of(model)
+    what, bound = f"{model.__name__}.get({logical!r})", request_bound(model)
+
+    def write(seen: ShardMetadata, move: bool) -> None:
+        live = ShardCount(seen.number_of_shards, seen.number_of_shards)
+        placement = engine.placement(counts={logical: live})
+        key = key_values(model, logical, range_values(model, range_key))
+        targets = placement.increment_keys(key, False, what=what, bound=bound)
+        update(targets[rng.randrange(len(targets))])
+
+    growing(model, logical, write, resend_unknown=False)
+
+
+def create_metadata_table(model: type[Any], wait: bool) -> None:
+    """Create a dynamic model's metadata table (on-demand) if it does not exist."""
+    directory = sharding_of(model).directory
+    if directory is not None:
+        table = directory.table()
+        if not table.exists():
+            table.create_table(wait=wait, billing_mode="PAY_PER_REQUEST")
+
+
+def delete_metadata_table(model: type[Any]) -> None:
+    """Delete a dynamic model's metadata table if it exists, and forget cached counts."""
+    directory = sharding_of(model).directory
+    if directory is not None and directory.table().exists():
+        directory.table_model.delete_table()
+        directory.clear_cache()

@@ -1,0 +1,331 @@
+"""The codec between a model instance and its stored item: logical keys in, physical out.
+
+Instances always show the logical key. The physical key is chosen when the item is first
+serialized for a write, remembered on the instance (so a retried or repeated save goes to
+the same shard), and read back from every item loaded from the table. The instance keeps
+this state in a few attributes the codec owns: ``_physical_key`` (the table key),
+``_index_keys`` (sharded index keys), ``_write_counts`` (the dynamic count a fresh pick
+used), ``_pinned_key`` (a copy written at one key during a migration) and
+``_loaded_counters`` (counters as loaded).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+from pynamodb.constants import STRING
+from pynamodb.expressions.condition import Comparison, Condition, In
+from pynamodb.expressions.operand import Path, Value
+from pynamodb.expressions.update import Action
+
+from shardmodel._building import build_plan
+from shardmodel._building import instantiate as build_instance
+from shardmodel._canonical import storable_number
+from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.engine.items import (
+    check_logical,
+    instance_key_values,
+    key_values,
+    python_name,
+    range_value,
+    range_values,
+    sharded,
+)
+from shardmodel.engine.sharding import sharding_of
+from shardmodel.errors import ShardKeyError, UnsupportedOperationError
+from shardmodel.request_bound import request_bound
+
+__all__ = [
+    "check_actions",
+    "check_counters_unchanged",
+    "deserialize",
+    "from_raw_data",
+    "home_key",
+    "instantiate",
+    "key_condition",
+    "logical_raw",
+    "physical_condition",
+    "pinned",
+    "remember_counters",
+    "serialize_keys",
+    "stored_key",
+    "stored_keys",
+    "write_key",
+]
+
+_RawItem = dict[str, dict[str, Any]]
+_T = TypeVar("_T")
+
+
+def write_key(item: Any) -> str:
+    """The physical key this instance is written under; chosen once, then kept."""
+    if item._pinned_key is not None:
+        return str(item._pinned_key)
+    model = type(item)
+    engine = sharding_of(model)
+    attr = sharded(model)
+    key = instance_key_values(item)
+    existing = item._physical_key
+    placement = engine.placement()
+    if (
+        placement.migration is None
+        and engine.directory is not None
+        and not placement.belongs(existing, key.logical_key)
+    ):
+        seen = item._write_counts
+        if seen is None or seen.logical_key != key.logical_key:
+            seen = item._write_counts = engine.directory.for_write(key.logical_key)
+        key = attrs.evolve(key, shards=seen.count)
+    item._physical_key = placement.write_key(key, existing, attr.rng)
+    return str(item._physical_key)
+
+
+def stored_key(item: Any) -> str:
+    """The physical key of this stored item, for update, delete and refresh.
+
+    A counter item's updates go to its home shard, where its other attributes live.
+    """
+    if item._pinned_key is not None:
+        return str(item._pinned_key)
+    model = type(item)
+    engine = sharding_of(model)
+    if engine.spec.counters:
+        logical = check_logical(model, getattr(item, sharded(model).attr_name))
+        return home_key(model, logical, range_value(item))
+    key = instance_key_values(item)
+    physical = engine.placement().stored_key(
+        key, item._physical_key, model.__name__, sharded(model).attr_name
+    )
+    item._physical_key = physical
+    return physical
+
+
+def home_key(model: type[Any], hash_key: Any, range_key: Any = None) -> str:
+    """The first candidate shard of a key: where a counter item keeps its other attributes."""
+    logical = check_logical(model, hash_key)
+    key = key_values(model, logical, range_values(model, range_key))
+    what = f"{model.__name__}.get({logical!r})"
+    return sharding_of(model).placement().home_key(key, what=what, bound=request_bound(model))
+
+
+def pinned(item: _T, physical: str) -> _T:
+    """This item (its values shared) written or deleted at ``physical`` whatever the phase."""
+    copied = copy.copy(item)
+    copied._pinned_key = physical  # type: ignore[attr-defined]
+    return copied
+
+
+def write_index_key(item: Any, attr: ShardedKeyAttribute) -> str | None:
+    """The physical value of a sharded index key (None: the item is not in the index)."""
+    model = type(item)
+    if getattr(item, python_name(model, attr) or "", None) is None:
+        return None
+    if item._index_keys is None:
+        item._index_keys = {}
+    existing = item._index_keys.get(attr.attr_name)
+    placement = sharding_of(model).placement(attr)
+    physical = placement.write_key(instance_key_values(item, attr), existing, attr.rng)
+    item._index_keys[attr.attr_name] = physical
+    return physical
+
+
+def serialize_keys(item: Any, data: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """PynamoDB's serialized item with the physical keys (choosing shards on first write)."""
+    spec = sharding_of(type(item)).spec
+    key = spec.table_key()
+    if key is not None:
+        data[key.attr_name] = {STRING: write_key(item)}
+    for attr in spec.index_keys:
+        physical = write_index_key(item, attr)
+        if physical is not None:
+            data[attr.attr_name] = {STRING: physical}
+    return data
+
+
+def logical_raw(
+    model: type[Any], data: _RawItem
+) -> tuple[_RawItem, str | None, dict[str, str] | None]:
+    """The item with logical keys, its physical key and its sharded index keys."""
+    physical = None
+    index_keys: dict[str, str] | None = None
+    logical_data = dict(data)  # botocore's item stays as stored (cursors read it)
+    for name, layout, is_table_key in sharding_of(model).spec.unshard_plan:
+        stored = data.get(name)
+        value = stored.get(STRING) if stored is not None else None
+        if value is None:
+            continue
+        logical_data[name] = {STRING: layout.logical_key(value)}
+        if is_table_key:
+            physical = value
+        else:
+            index_keys = index_keys or {}
+            index_keys[name] = value
+    return logical_data, physical, index_keys
+
+
+def physical_condition(item: Any, condition: Condition | None, physical: str) -> Condition | None:
+    """Rewrite ``key == logical`` comparisons in a condition to the physical key."""
+    attr = sharding_of(type(item)).spec.table_key()
+    if condition is None or attr is None:
+        return condition
+    logical = getattr(item, attr.attr_name)
+
+    def rewrite(node: Any) -> Any:
+        if not isinstance(node, Condition):
+            return node
+        values = list(node.values)
+        is_key_test = (
+            isinstance(node, Comparison | In)
+            and node.operator in ("=", "<>", "IN")
+            and isinstance(values[0], Path)
+            and values[0].path == [attr.attr_name]
+        )
+        if is_key_test:
+            values = [values[0]] + [
+                Value(physical, attribute=attr)
+                if isinstance(v, Value) and v.value == {STRING: logical}
+                else v
+                for v in values[1:]
+            ]
+        else:
+            values = [rewrite(v) for v in values]
+        clone = copy.copy(node)
+        clone.values = tuple(values)
+        return clone
+
+    result: Condition = rewrite(condition)
+    return result
+
+
+def check_actions(item: Any, actions: Sequence[Action]) -> None:
+    """Refuse update actions on what a shard is computed from, and on counters."""
+    model = type(item)
+    spec = sharding_of(model).spec
+    attributes = model.get_attributes()
+    guarded: dict[str, str] = {}
+    for attr in spec.sharded:
+        guarded.update({attributes[n].attr_name: n for n in attr.layout.attributes})
+    for attr in spec.index_keys:
+        guarded[attr.attr_name] = python_name(model, attr) or attr.attr_name
+    for action in actions:
+        path = action.values[0]
+        if isinstance(path, Path) and path.path and path.path[0] in guarded:
+            name = guarded[path.path[0]]
+            raise ShardKeyError(
+                f"{model.__name__}.{name}: the shard is computed from {name}, so updating it "
+                "in place would strand the item on the wrong shard; delete() the item and "
+                "save() it with the new value"
+            )
+    counters = {attributes[n].attr_name: n for n in spec.counters}
+    for action in actions:
+        path = action.values[0]
+        if isinstance(path, Path) and path.path and path.path[0] in counters:
+            name = counters[path.path[0]]
+            raise UnsupportedOperationError(
+                f"{model.__name__}.{name} is a counter spread over shards; change it with "
+                f"{model.__name__}.add(key, {name}=amount), not update()"
+            )
+
+
+def remember_counters(item: Any) -> None:
+    """Keep the counters as loaded, to tell a changed one at save."""
+    counters = sharding_of(type(item)).spec.counters
+    if counters:
+        item._loaded_counters = {n: getattr(item, n) for n in counters}
+
+
+def _number_text(value: Any) -> str | None:
+    """A counter value compared by number: ``1``, ``1.0`` and ``Decimal('1E+0')`` agree."""
+    if value is None:
+        return None
+    try:
+        return storable_number(value)
+    except (ValueError, TypeError):
+        return repr(value)
+
+
+def check_counters_unchanged(item: Any) -> None:
+    """Refuse a save whose counters differ from those loaded (or the defaults, if new)."""
+    model = type(item)
+    loaded = item._loaded_counters
+    attributes = model.get_attributes()
+    for name in sharding_of(model).spec.counters:
+        if loaded is not None:
+            before = loaded.get(name)
+        else:
+            default = attributes[name].default
+            before = default() if callable(default) else default
+        now = getattr(item, name)
+        if _number_text(now) != _number_text(before):
+            try:
+                amount = repr(now - before) if loaded is not None else "amount"
+            except TypeError:
+                amount = "amount"
+            raise UnsupportedOperationError(
+                f"{model.__name__}.{name} was changed on the instance ({before!r} to {now!r}), "
+                f"which save() would not write: a counter spread over shards changes only "
+                f"by {model.__name__}.add(key, {name}={amount}); call add() and leave the "
+                "attribute as loaded"
+            )
+
+
+def stored_keys(item: Any, hash_value: Any, range_value: Any) -> tuple[Any, Any]:
+    """The keys PynamoDB sends for an existing item: the physical partition key."""
+    if sharding_of(type(item)).spec.table_key() is None:
+        return hash_value, range_value
+    return stored_key(item), range_value
+
+
+def key_condition(item: Any, condition: Condition | None) -> Condition | None:
+    """A write's condition with ``key == logical`` tests aimed at the stored physical key."""
+    if sharding_of(type(item)).spec.table_key() is None:
+        return condition
+    return physical_condition(item, condition, stored_key(item))
+
+
+def instantiate(model: type[_T], attribute_values: _RawItem, plain: Callable[[_RawItem], _T]) -> _T:
+    """PynamoDB's instance from stored values, built without its double work.
+
+    ``plain`` is PynamoDB's own ``_instantiate``, for models the fast path does not cover.
+    """
+    plan = model.__dict__.get("_build_fields", False)
+    if plan is False:
+        plan = build_plan(model)
+        setattr(model, "_build_fields", plan)  # noqa: B010 - one plan per class
+    if plan is None:
+        return plain(attribute_values)
+    return build_instance(model, plan, attribute_values)
+
+
+def from_raw_data(model: type[_T], data: _RawItem, plain: Callable[[_RawItem], _T]) -> _T:
+    """An instance from a stored item: logical keys shown, physical keys kept.
+
+    ``plain`` is PynamoDB's own ``from_raw_data``, for a model with nothing sharded.
+    """
+    if data is None:
+        raise ValueError("Received no data to construct object")
+    if not sharding_of(model).spec.sharded:
+        instance = plain(data)
+    else:
+        logical_data, physical, index_keys = logical_raw(model, data)
+        instance = model._instantiate(logical_data)  # type: ignore[attr-defined]
+        if physical is not None:
+            instance._physical_key = physical
+        if index_keys:
+            instance._index_keys = index_keys
+    remember_counters(instance)
+    return instance
+
+
+def deserialize(item: Any, attribute_values: _RawItem, plain: Callable[[_RawItem], None]) -> None:
+    """Load stored values into ``item``: logical keys shown, physical keys kept."""
+    logical_data, physical, index_keys = logical_raw(type(item), attribute_values)
+    plain(logical_data)
+    if physical is not None:
+        item._physical_key = physical
+    if index_keys:
+        item._index_keys = {**(item._index_keys or {}), **index_keys}
+    remember_counters(item)

@@ -1,0 +1,122 @@
+"""The sync executor: sends a model's requests and hands back raw pages.
+
+Point and batch reads and every shard's Query go on the lean path
+(:mod:`shardmodel.lean`), writes through the model's PynamoDB connection; both emit
+botocore's events, so the testing toolkit (simulator, faults, latency) sees every
+request. Planning, merging, cursors and validation happen above it, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from shardmodel.errors import UnsupportedOperationError
+from shardmodel.retry import Backoff
+
+__all__ = ["BATCH_GET_KEYS", "SyncExecutor"]
+
+#: BatchGetItem's limit on keys per call.
+BATCH_GET_KEYS = 100
+
+_RawItem = dict[str, dict[str, Any]]
+
+
+class SyncExecutor:
+    """Sends one model class's requests, in the calling thread or the shared workers."""
+
+    def __init__(self, model: type[Any]) -> None:
+        self.model = model
+
+    def connection(self) -> Any:
+        """The model's PynamoDB ``TableConnection`` (writes, and what the lean path lacks)."""
+        return self.model._get_connection()
+
+    def backoff(self) -> Backoff:
+        """``Meta.shard_backoff``: how unprocessed keys and resent writes wait."""
+        backoff = getattr(self.model.Meta, "shard_backoff", None)
+        return backoff if isinstance(backoff, Backoff) else Backoff()
+
+    def resend(self, call: Callable[[], Any], safe: Callable[[Exception], bool]) -> Any:
+        """Call, resending with backoff while failures are ``safe`` to resend."""
+        waits = self.backoff().waits()
+        while True:
+            try:
+                return call()
+            except Exception as error:
+                if not safe(error) or next(waits, None) is None:
+                    raise
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def batch_get(
+        self,
+        keys: Sequence[dict[str, Any]],
+        consistent_read: bool | None,
+        attributes_to_get: Sequence[str] | None,
+    ) -> list[_RawItem]:
+        """BatchGetItem over any number of keys, resending unprocessed keys with backoff."""
+        found: list[_RawItem] = []
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            pending = list(keys[start : start + BATCH_GET_KEYS])
+            waits = self.backoff().waits()
+            while pending:
+                page, unprocessed = self._batch_get_page(
+                    pending, consistent_read, attributes_to_get
+                )
+                found.extend(page or [])
+                pending = list(unprocessed or [])
+                if pending and next(waits, None) is None:
+                    raise UnsupportedOperationError(
+                        f"{self.model.__name__}: BatchGetItem left {len(pending)} keys "
+                        "unprocessed after every retry; the table is throttled, retry later"
+                    )
+        return found
+
+    def _batch_get_page(
+        self,
+        keys: list[dict[str, Any]],
+        consistent_read: bool | None,
+        attributes_to_get: Sequence[str] | None,
+    ) -> tuple[list[_RawItem] | None, list[dict[str, Any]] | None]:
+        """One BatchGetItem on the lean path: items, and the keys left unprocessed."""
+        from shardmodel.lean import table_connection
+
+        table = self.model.Meta.table_name
+        data = table_connection(self.model).batch_get_item(
+            keys, consistent_read=consistent_read, attributes_to_get=attributes_to_get
+        )
+        unprocessed = data.get("UnprocessedKeys", {}).get(table, {}).get("Keys")
+        return data.get("Responses", {}).get(table), unprocessed
+
+    def query_fetcher(self, **fixed: Any) -> Callable[..., dict[str, Any]]:
+        """fetch(physical key, exclusive start key, page limit): one Query of one shard.
+
+        PynamoDB builds the request once (:class:`~shardmodel.lean.prepared.PreparedQuery`);
+        each shard's copy differs in its key, start key and limit. The botocore client is
+        built here, in the caller's thread: PynamoDB builds it lazily without a lock, so
+        many cold worker threads would each build one. Its Query responses are parsed by
+        :mod:`shardmodel.fastparse` (same result, less CPU).
+        """
+        from shardmodel.fastparse import install
+        from shardmodel.lean import table_connection
+        from shardmodel.lean.prepared import PreparedQuery
+
+        install(self.connection().connection.client)
+        connection = table_connection(self.model)
+        connection.connection.client  # noqa: B018 - build the lean client here, too
+        return PreparedQuery(connection, **fixed)
+
+    def query_all(self, physical: str, consistent_read: bool = True) -> list[_RawItem]:
+        """Every item stored under one physical key, all pages."""
+        connection = self.connection()
+        items: list[_RawItem] = []
+        start = None
+        while True:
+            page = connection.query(
+                physical, exclusive_start_key=start, consistent_read=consistent_read
+            )
+            items.extend(page.get("Items", []))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return items

@@ -1,0 +1,136 @@
+"""What the strategies see of an item: its logical key and its values in canonical form.
+
+Also the small questions about a model's keys every path asks: the logical key checked,
+an attribute's python name, a key value in the form DynamoDB-equal values share, a
+projection that keeps the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pynamodb.attributes import Attribute
+
+from shardmodel._canonical import canonical_value
+from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.engine.sharding import sharding_of
+from shardmodel.errors import ShardConfigurationError, ShardKeyError
+from shardmodel.strategies import KeyValues, ShardCount
+
+__all__ = [
+    "check_logical",
+    "instance_key_values",
+    "key_text",
+    "key_values",
+    "python_name",
+    "range_value",
+    "sharded",
+    "with_keys",
+]
+
+
+def sharded(model: type[Any]) -> ShardedKeyAttribute:
+    """The table's sharded partition key of ``model``."""
+    attr = sharding_of(model).spec.table_key()
+    if attr is None:  # pragma: no cover - guarded by callers
+        raise ShardConfigurationError(f"{model.__name__} has no ShardedKeyAttribute")
+    return attr
+
+
+def check_logical(model: type[Any], value: Any, attr: ShardedKeyAttribute | None = None) -> str:
+    """``value`` as a logical key of ``attr`` (default: the table's), or a clear error."""
+    attr = attr or sharded(model)
+    field = f"{model.__name__}.{attr.attr_name}"
+    if not isinstance(value, str):
+        raise ShardKeyError(
+            f"{field}: a sharded key must be a str, got {type(value).__name__} {value!r}; "
+            f"pass str({value!r})"
+        )
+    if not value:
+        raise ShardKeyError(f"{field}: the key is empty; DynamoDB keys need a value")
+    return value
+
+
+def key_values(
+    model: type[Any],
+    logical: str,
+    values: Mapping[str, Any],
+    attr: ShardedKeyAttribute | None = None,
+    counts: ShardCount | None = None,
+) -> KeyValues:
+    """What ``attr``'s strategies see, from python values by attribute name."""
+    attributes = model.get_attributes()
+    attr = attr or sharded(model)
+    canonical: dict[str, str] = {}
+    known: dict[str, Any] = {}
+    for name in attr.layout.attributes:
+        source = attributes[name]
+        if source is attr:
+            known[name], canonical[name] = logical, logical
+            continue
+        value = values.get(name)
+        if value is None:
+            continue
+        known[name] = value
+        try:
+            canonical[name] = str(canonical_value(source.attr_type, source.serialize(value)))
+        except ValueError as error:
+            raise ShardKeyError(
+                f"{model.__name__}.{name}: {error}; the shard is computed from {name}, give "
+                "it a finite number"
+            ) from None
+    return KeyValues(logical_key=logical, values=known, canonical=canonical, shards=counts)
+
+
+def instance_key_values(item: Any, attr: ShardedKeyAttribute | None = None) -> KeyValues:
+    """What the strategies of ``attr`` (default: the table's key) see of this item."""
+    model = type(item)
+    attr = attr or sharded(model)
+    logical = check_logical(model, getattr(item, python_name(model, attr) or ""), attr)
+    names = attr.layout.attributes
+    return key_values(model, logical, {n: getattr(item, n, None) for n in names}, attr)
+
+
+def range_value(item: Any) -> Any:
+    """The item's sort key value (None on a model without one)."""
+    name = type(item)._range_keyname
+    return getattr(item, name) if name else None
+
+
+def range_values(model: type[Any], range_key: Any) -> dict[str, Any]:
+    """The values a key's sort key gives the strategies: ``{sort key name: value}``."""
+    name = model._range_keyname
+    return {} if name is None or range_key is None else {name: range_key}
+
+
+def key_text(attribute: Attribute[Any] | None, serialized: Any) -> Any:
+    """A serialized key value of ``attribute`` in the form equal values share."""
+    if attribute is None or serialized is None:
+        return None
+    return canonical_value(attribute.attr_type, serialized)
+
+
+def python_name(model: type[Any], attribute: Attribute[Any] | None) -> str | None:
+    """The python name of a model attribute, given it or an index's copy of it."""
+    if attribute is None:
+        return None
+    for name, candidate in model.get_attributes().items():
+        if candidate.attr_name == attribute.attr_name:
+            return str(name)
+    return None
+
+
+def with_keys(
+    model: type[Any], attributes_to_get: Sequence[str] | None, key_names: Sequence[str] = ()
+) -> list[str] | None:
+    """A projection that still returns the key attributes (the physical key is needed).
+
+    ``key_names`` defaults to the table's partition and sort keys.
+    """
+    if attributes_to_get is None:
+        return None
+    if not key_names:
+        attrs = (model._hash_key_attribute(), model._range_key_attribute())
+        key_names = [a.attr_name for a in attrs if a is not None]
+    return list(dict.fromkeys([*attributes_to_get, *key_names]))

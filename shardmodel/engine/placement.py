@@ -1,0 +1,267 @@
+"""Placement: where one operation finds and puts a logical key's items.
+
+A :class:`Placement` is taken once at the start of an operation and does not change
+while it runs. Its sources compose into it: the declared layout of the key attribute,
+the shard count change in progress as the process saw it then (an
+:class:`~shardmodel.migration.rules.ActiveMigration`), and the shard counts of the
+dynamic keys the operation touches. Every path asks it, and nothing else works out
+keys:
+
+* :meth:`Placement.partitions`: the physical keys a read touches, grouped in the order
+  groups are read (a get's candidates are one group); the one enumeration;
+* :meth:`Placement.write_key`, :meth:`Placement.stored_key`: the key a write goes to;
+* :meth:`Placement.copies`: the other keys a write or delete reaches, and whether each
+  is written only where the item already is;
+* :meth:`Placement.current`, :meth:`Placement.preferred`: which of an item's copies
+  found together is the one reads return.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from attrs import evolve, field, frozen
+
+from shardmodel.errors import UnknownShardError
+from shardmodel.keys import KeyLayout, PhysicalKey
+from shardmodel.request_bound import check_fan_out
+from shardmodel.strategies import DynamicShards, KeyValues, Segment, ShardCount, TimeBounds
+
+if TYPE_CHECKING:
+    from shardmodel.keyspace.phases import ActiveMigration
+
+__all__ = ["Copy", "Placement"]
+
+_RawItem = dict[str, dict[str, Any]]
+
+
+@frozen
+class Copy:
+    """One more key a write reaches besides its primary key.
+
+    Attributes:
+        key: the physical key.
+        only_if_stored: write there only if an item already is (a retired shard that
+            may hold this item's original; an empty one must stay empty).
+    """
+
+    key: str
+    only_if_stored: bool = False
+
+
+@frozen
+class Placement:
+    """Where one operation finds and writes the items of a key attribute.
+
+    Attributes:
+        layout: the key attribute's declared layout.
+        migration: the shard count change in progress, as the operation began (None:
+            none, or not this attribute's: index keys keep their layout).
+        counts: a dynamic key's shard counts, by logical key, as read for this
+            operation (reads: every shard the key ever had; writes: its live count).
+    """
+
+    layout: KeyLayout
+    migration: ActiveMigration | None = None
+    counts: Mapping[str, ShardCount] = field(factory=dict)
+    #: the stored name of the key attribute (how raw items name their physical key)
+    key_name: str = ""
+
+    @property
+    def moving(self) -> bool:
+        """True when an item may be stored under two keys (a migration or a compaction)."""
+        return self.migration is not None or self.dynamic
+
+    @property
+    def dynamic(self) -> bool:
+        return any(isinstance(s, DynamicShards) for s in self.layout.strategies)
+
+    def layouts(self) -> list[KeyLayout]:
+        """The layouts a read covers: the declared one, or both of a migration's."""
+        return [self.layout] if self.migration is None else self.migration.read_layouts()
+
+    def _counted(self, key: KeyValues) -> KeyValues:
+        counts = self.counts.get(key.logical_key)
+        return key if counts is None else evolve(key, shards=counts)
+
+    # -- reads --------------------------------------------------------------------------
+
+    def partitions(
+        self,
+        key: KeyValues | PhysicalKey,
+        *,
+        what: str,
+        bound: int,
+        bounds: Mapping[str, TimeBounds] | None = None,
+        sort_name: str | None = None,
+        forward: bool = True,
+    ) -> list[list[str]]:
+        """The physical keys a read of ``key`` touches, in groups read one after another.
+
+        ``bounds`` None: a read by full key (get, batch_get, refresh): every candidate,
+        one group. Otherwise a query with these bounds on attributes: an ordered
+        strategy on ``sort_name`` (time buckets, ordered shards) splits the keys into
+        groups in ascending order of the sort key (descending unless ``forward``).
+
+        Raises:
+            FanOutLimitError: more partitions than ``bound``, before any request.
+        """
+        if isinstance(key, PhysicalKey):
+            self.layout.split(key)  # refuses a key of another layout
+            return [[key]]
+        key = self._counted(key)
+        layouts = self.layouts()
+        if bounds is None:
+            plans = [[s.candidates(key) for s in lay.strategies] for lay in layouts]
+        else:
+            plans = [[s.query_candidates(key, bounds) for s in lay.strategies] for lay in layouts]
+        check_fan_out(what, max(math.prod(len(c) for c in plan) for plan in plans), bound)
+        splits = [
+            i
+            for i, s in enumerate(self.layout.strategies)
+            if bounds is not None
+            and s.ordered
+            and sort_name is not None
+            and sort_name in s.attributes
+        ]
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for lay, per_strategy in zip(layouts, plans, strict=True):
+            # an ordered strategy may put several segments in one range (OrderedShards'
+            # overflow sub-shards): its group_of names the range, merged within
+            ranks: list[Callable[[Segment], int] | None] = [
+                getattr(s, "group_of", None) for s in lay.strategies
+            ]
+            for combo in itertools.product(*(range(len(c)) for c in per_strategy)):
+                segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+                group = tuple(
+                    combo[i] if (rank := ranks[i]) is None else rank(segments[i]) for i in splits
+                )
+                physical = lay.readable(key.logical_key, segments)  # None: too long to exist
+                if physical is not None and physical not in groups.get(group, ()):
+                    groups.setdefault(group, []).append(physical)
+        if len(layouts) > 1:  # the union's exact size, still before the first request
+            check_fan_out(what, sum(len(g) for g in groups.values()), bound)
+        ordered = [groups[g] for g in sorted(groups)]
+        return ordered if forward else ordered[::-1]
+
+    def read_keys(self, key: KeyValues | PhysicalKey, *, what: str, bound: int) -> list[str]:
+        """Every physical key a read of ``key`` by full key touches, in shard order."""
+        return [k for group in self.partitions(key, what=what, bound=bound) for k in group]
+
+    def home_key(self, key: KeyValues, *, what: str, bound: int) -> str:
+        """The first candidate shard of ``key``: where a counter item keeps its other
+        attributes (shard 0 exists at every dynamic count, so no count is needed)."""
+        one = evolve(key, shards=ShardCount(1, 1))
+        return evolve(self, counts={}).read_keys(one, what=what, bound=bound)[0]
+
+    def increment_keys(self, key: KeyValues, token: bool, *, what: str, bound: int) -> list[str]:
+        """The shards a counter increment may go to.
+
+        During a shard count change an untokened increment goes to a shard of the layout
+        the phase writes first (reads sum both layouts, so a reader one phase behind
+        still counts it); a tokened one keeps the old layout throughout, so its retry in
+        a later phase meets its own record on the same shard.
+        """
+        if self.migration is None:
+            return self.read_keys(key, what=what, bound=bound)
+        layout = self.migration.layout("old" if token else self.migration.rules.writes[0])
+        key = self._counted(key)
+        return layout.candidates(key, layout.candidate_segments(key))
+
+    def dynamic_keys(self, logical: str, shards: range) -> list[str]:
+        """The keys of a dynamic key's shards ``shards`` (DynamicShards its only strategy)."""
+        return [self.layout.compose(logical, [s]) for s in shards]
+
+    def current(
+        self, copies: Sequence[_RawItem], key_of: Callable[[_RawItem], KeyValues]
+    ) -> _RawItem:
+        """Of one item's copies found together, the one reads return (and updates go to).
+
+        During a shard count change: the copy at the item's key in the layout the phase
+        prefers. While a compaction moves a dynamic key's item: the copy on the retired
+        (highest-numbered) shard, the one it was loaded from before the compaction.
+        """
+        if len(copies) == 1:
+            return copies[0]
+        if self.migration is not None:
+            for raw in copies:
+                if self.migration.is_current(key_of(raw), self._physical_of(raw)):
+                    return raw
+            return copies[0]
+        return max(copies, key=self._dynamic_shard)
+
+    def _physical_of(self, raw: _RawItem) -> str:
+        return str(raw[self.key_name]["S"])
+
+    def _dynamic_shard(self, raw: _RawItem) -> int:
+        layout = self.layout
+        position = next(i for i, s in enumerate(layout.strategies) if isinstance(s, DynamicShards))
+        return int(layout.split(self._physical_of(raw))[1][position]) - layout.first_shard
+
+    def preferred(self, key: KeyValues, physical: str) -> bool:
+        """True when ``physical`` is the copy of the item a read keeps (by the copy alone)."""
+        return self.migration is None or self.migration.is_preferred(key, physical)
+
+    # -- writes -------------------------------------------------------------------------
+
+    def write_key(self, key: KeyValues, existing: str | None, rng: random.Random) -> str:
+        """The physical key a write of this item goes to first: the stored item's own
+        shard when ``existing`` is one of its keys, else a new pick.
+
+        A dynamic key's ``key.shards`` must hold its live count for a new pick.
+        """
+        known = existing if self.belongs(existing, key.logical_key) else None
+        if self.migration is not None:
+            return self.migration.primary_key(key, known, rng)
+        if known is not None:
+            return self.layout.repick(key, known, rng)
+        return self.layout.pick(key, rng)
+
+    def stored_key(
+        self, key: KeyValues, existing: str | None, model_name: str, attr_name: str
+    ) -> str:
+        """The physical key of this stored item (update, delete, refresh).
+
+        Raises:
+            UnknownShardError: the item's shard is random and it was neither loaded nor
+                saved, so its key is not known.
+        """
+        known = existing if self.belongs(existing, key.logical_key) else None
+        if self.migration is not None:
+            return self.migration.stored_key(key, known)
+        if known is not None:
+            return known
+        if self.layout.deterministic:
+            return self.layout.pick(key, random.Random(0))
+        raise UnknownShardError(
+            f"{model_name}({attr_name}={key.logical_key!r}) has no known shard: its strategy "
+            "is random and this instance was neither loaded nor saved; load it with "
+            f"{model_name}.get(...) first, or shard with HashShards(on=[...]) so the shard "
+            "follows from the item"
+        )
+
+    def belongs(self, existing: str | None, logical: str) -> bool:
+        """True when ``existing``, a remembered physical key, is one of ``logical``'s."""
+        return existing is not None and self.layout.logical_key(existing) == logical
+
+    def copies(self, key: KeyValues, primary: str, delete: bool) -> list[Copy]:
+        """The other keys a write (or delete) of the item at ``primary`` reaches."""
+        migration = self.migration
+        if migration is None:
+            return []
+        others = (migration.delete_keys if delete else migration.mirror_keys)(key, primary)
+        return [Copy(k, not delete and migration.only_if_stored(primary, k)) for k in others]
+
+    @property
+    def old_first(self) -> bool:
+        """True when a delete removes the old copy before its primary (new) one."""
+        return self.migration is not None and self.migration.rules.old_first
+
+    @property
+    def random_shrink(self) -> bool:
+        """True during a shrink of RandomShards (a batch cannot carry its conditions)."""
+        return self.migration is not None and self.migration.random_shrink

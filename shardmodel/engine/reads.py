@@ -1,0 +1,226 @@
+"""Reads by full key: get, batch_get, refresh and transaction keys.
+
+A read by full key touches every candidate shard of its placement in one BatchGetItem
+(100 keys a call); of an item found under several keys, one is returned: counter shares
+summed, the current copy of a moving item, or a :class:`DuplicateItemError` naming both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from shardmodel.counters import aggregate
+from shardmodel.engine.executor import BATCH_GET_KEYS
+from shardmodel.engine.items import (
+    check_logical,
+    instance_key_values,
+    key_text,
+    key_values,
+    range_value,
+    range_values,
+    sharded,
+    with_keys,
+)
+from shardmodel.engine.sharding import sharding_of
+from shardmodel.errors import DuplicateItemError, UnsupportedOperationError
+from shardmodel.keys import PhysicalKey
+from shardmodel.keyspace.phases import COPY_MARKER
+from shardmodel.request_bound import request_bound
+
+__all__ = [
+    "batch_get",
+    "candidate_keys",
+    "get",
+    "merge_shares",
+    "refresh",
+    "transaction_key",
+]
+
+_M = TypeVar("_M")
+_RawItem = dict[str, dict[str, Any]]
+#: (logical key, sort key, its candidate physical keys)
+_Request = tuple[Any, Any, list[str]]
+
+
+def candidate_keys(model: type[Any], hash_key: Any, range_key: Any = None) -> list[str]:
+    """Every physical key a read of (hash_key, range_key) must touch, in shard order."""
+    engine = sharding_of(model)
+    if isinstance(hash_key, PhysicalKey):
+        return engine.placement().read_keys(hash_key, what="", bound=1)
+    logical = check_logical(model, hash_key)
+    key = key_values(model, logical, range_values(model, range_key))
+    placement = engine.placement(reading=[logical])
+    what = f"{model.__name__}.get({logical!r})"
+    return placement.read_keys(key, what=what, bound=request_bound(model))
+
+
+def merge_shares(model: type[Any], items: Sequence[_RawItem], home: str) -> _RawItem:
+    """One logical counter item from its shard items: counters summed."""
+    spec = sharding_of(model).spec
+    return aggregate(items, spec.counter_fields, home, sharded(model).attr_name)
+
+
+def _resolve(
+    model: type[Any],
+    requests: list[_Request],
+    consistent_read: bool | None,
+    attributes_to_get: Sequence[str] | None,
+) -> Iterator[_RawItem | None]:
+    """For each (logical, range key, candidates), the one stored raw item or None."""
+    engine = sharding_of(model)
+    hash_attr = sharded(model)
+    range_attr = model._range_key_attribute()
+    keys: list[dict[str, Any]] = []
+    wanted: list[tuple[list[str], Any]] = []
+    for _, range_key, candidates in requests:
+        serialized = range_attr.serialize(range_key) if range_attr is not None else None
+        wanted.append((candidates, key_text(range_attr, serialized)))
+        for physical in candidates:
+            key: dict[str, Any] = {hash_attr.attr_name: physical}
+            if range_attr is not None:
+                key[range_attr.attr_name] = serialized
+            keys.append(key)
+    projection = with_keys(model, attributes_to_get)
+    placement = engine.placement()
+    migrating = placement.migration is not None
+    if migrating and projection is not None:
+        projection.append(COPY_MARKER)
+    raw_items = engine.executor.batch_get(keys, consistent_read, projection)
+    if migrating:  # an unchecked backfill copy: its original is read instead
+        raw_items = [raw for raw in raw_items if COPY_MARKER not in raw]
+    by_key: dict[tuple[str, Any], _RawItem] = {}
+    for raw in raw_items:
+        range_value_ = (
+            raw[range_attr.attr_name][range_attr.attr_type] if range_attr is not None else None
+        )
+        by_key[(raw[hash_attr.attr_name]["S"], key_text(range_attr, range_value_))] = raw
+    for (logical, _, _), (candidates, range_ser) in zip(requests, wanted, strict=True):
+        hits = [p for p in candidates if (p, range_ser) in by_key]
+        if hits and engine.spec.counters:
+            yield merge_shares(model, [by_key[(p, range_ser)] for p in hits], candidates[0])
+            continue
+        if len(hits) > 1 and placement.moving:  # a compaction or a shard count change
+            yield placement.current(
+                [by_key[(p, range_ser)] for p in hits], lambda raw: _raw_key_values(model, raw)
+            )
+            continue
+        if len(hits) > 1:
+            raise DuplicateItemError(
+                f"{model.__name__}({hash_attr.attr_name}={logical!r}) is stored under "
+                f"{len(hits)} physical keys: {', '.join(hits)}; random shards suit "
+                "append-only items, use HashShards(on=[sort key]) for items you overwrite, "
+                "and delete the extra copies",
+                hits,
+            )
+        yield by_key[(hits[0], range_ser)] if hits else None
+
+
+def _raw_key_values(model: type[Any], raw: _RawItem) -> Any:
+    """What the strategies see of a stored item."""
+    return instance_key_values(model.from_raw_data(raw))
+
+
+def get(
+    model: type[_M],
+    hash_key: Any,
+    range_key: Any,
+    consistent_read: bool,
+    attributes_to_get: Sequence[str] | None,
+    plain: Callable[..., _M],
+) -> _M:
+    """One item by logical key, every candidate shard read in one BatchGetItem.
+
+    ``plain`` is PynamoDB's own ``get``, used when one physical key is the only one.
+    """
+    candidates = candidate_keys(model, hash_key, range_key)
+    if len(candidates) == 1:
+        return plain(candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get))
+    (raw,) = _resolve(
+        model, [(hash_key, range_key, candidates)], consistent_read, attributes_to_get
+    )
+    if raw is None:
+        raise model.DoesNotExist()  # type: ignore[attr-defined]
+    return model.from_raw_data(raw)  # type: ignore[attr-defined,no-any-return]
+
+
+def batch_get(
+    model: type[_M],
+    items: Iterable[Any],
+    consistent_read: bool | None,
+    attributes_to_get: Sequence[str] | None,
+) -> Iterator[_M]:
+    """Many items by logical key; each key's candidate shards are read together."""
+    group: list[_Request] = []
+    size = 0
+    for item in dict.fromkeys(items):
+        hash_key, range_key = _split_batch_key(model, item)
+        candidates = candidate_keys(model, hash_key, range_key)
+        if group and size + len(candidates) > BATCH_GET_KEYS:
+            yield from _instances(model, group, consistent_read, attributes_to_get)
+            group, size = [], 0
+        group.append((hash_key, range_key, candidates))
+        size += len(candidates)
+    if group:
+        yield from _instances(model, group, consistent_read, attributes_to_get)
+
+
+def _instances(
+    model: type[_M],
+    group: list[_Request],
+    consistent_read: bool | None,
+    attributes_to_get: Sequence[str] | None,
+) -> Iterator[_M]:
+    for raw in _resolve(model, group, consistent_read, attributes_to_get):
+        if raw is not None:
+            yield model.from_raw_data(raw)  # type: ignore[attr-defined]
+
+
+def _split_batch_key(model: type[Any], item: Any) -> tuple[Any, Any]:
+    if model._range_keyname is None:
+        return item, None
+    if isinstance(item, str):
+        raise ValueError(f"Invalid key value {item!r}: expected a (hash key, range key) pair")
+    try:
+        hash_key, range_key = item
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"Invalid key value {item!r}: expected a (hash key, range key) pair"
+        ) from None
+    return hash_key, range_key
+
+
+def refresh(item: Any, consistent_read: bool, plain: Callable[[bool], None]) -> None:
+    """Reload an item; one of unknown shard (or a counter item) is read on every candidate."""
+    model = type(item)
+    engine = sharding_of(model)
+    attr = sharded(model)
+    single = item._physical_key is not None or attr.layout.deterministic
+    if single and not engine.spec.counters:
+        plain(consistent_read)
+        return
+    logical = check_logical(model, getattr(item, attr.attr_name))
+    range_key = range_value(item)
+    candidates = candidate_keys(model, logical, range_key)
+    (raw,) = _resolve(model, [(logical, range_key, candidates)], consistent_read, None)
+    if raw is None:
+        raise item.DoesNotExist("This item does not exist in the table.")
+    item.deserialize(raw)
+
+
+def transaction_key(model: type[Any], hash_key: Any, range_key: Any) -> str:
+    """The one physical key a transaction names for (hash_key, range_key).
+
+    Raises:
+        UnsupportedOperationError: the key may be on several shards, or a shard count
+            change may keep two copies.
+    """
+    candidates = candidate_keys(model, hash_key, range_key)
+    if len(candidates) != 1 or sharding_of(model).placement().migration is not None:
+        raise UnsupportedOperationError(
+            f"{model.__name__}: a transaction names exactly one item, but key {hash_key!r} "
+            f"may be on any of {len(candidates)} shards; pass a loaded instance's "
+            "get_physical_key(), or shard with HashShards(on=[sort key]) so the key names "
+            "one shard"
+        )
+    return candidates[0]

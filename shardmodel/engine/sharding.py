@@ -1,0 +1,157 @@
+"""One model class's sharding engine, reached with :func:`sharding_of`.
+
+A :class:`Sharding` is made once per model class, when the class is defined. It holds
+the class's declaration (its :class:`~shardmodel.engine.spec.ShardingSpec`) and the
+sources a :class:`~shardmodel.engine.placement.Placement` is composed from: the declared
+layouts, the metadata table of a dynamic key (a shard directory), and the migration
+state the model follows (a watch). Tools built on the public API (migration, operations,
+the command line, the testing toolkit) use it instead of the model's private parts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from shardmodel.engine.executor import SyncExecutor
+from shardmodel.engine.placement import Placement
+from shardmodel.engine.spec import ShardingSpec
+from shardmodel.errors import ShardConfigurationError
+from shardmodel.strategies import ShardCount
+
+if TYPE_CHECKING:
+    from shardmodel.attributes import ShardedKeyAttribute
+    from shardmodel.directory import ShardDirectory
+    from shardmodel.keyspace.phases import ActiveMigration
+    from shardmodel.throttles import CloudWatchCapacity
+
+__all__ = ["MigrationSource", "Sharding", "sharding_of"]
+
+#: Where a model class keeps its engine (in its own ``__dict__``: subclasses have theirs).
+ENGINE = "_shardmodel_engine"
+
+
+class MigrationSource(Protocol):
+    """Where a model learns the shard count change in progress (a migration watch)."""
+
+    def current(self) -> ActiveMigration | None:
+        """The migration in progress as this process sees it now (None: none)."""
+        ...
+
+
+class Sharding:
+    """A model class's sharding: its spec, placement sources and held views.
+
+    Attributes:
+        model: the model class.
+        spec: its checked declaration.
+        directory: the metadata table access of a ``DynamicShards`` key (None otherwise).
+        executor: sends the model's requests.
+        watch: the migration state the model follows (see ``shardmodel.migration.follow``;
+            None: it follows none).
+    """
+
+    def __init__(
+        self, model: type[Any], spec: ShardingSpec, directory: ShardDirectory | None
+    ) -> None:
+        self.model = model
+        self.spec = spec
+        self.directory = directory
+        self.executor = SyncExecutor(model)
+        self.watch: MigrationSource | None = None
+        #: CloudWatch's view of the table, asked when a throttle names no reason
+        self.cloudwatch: CloudWatchCapacity | None = None
+        self._held = threading.local()
+
+    def key(self) -> ShardedKeyAttribute:
+        """The table's sharded partition key.
+
+        Raises:
+            ShardConfigurationError: the model shards no table key (an index's at most).
+        """
+        found = self.spec.table_key()
+        if found is None:
+            raise ShardConfigurationError(
+                f"{self.spec.model_name} has no sharded partition key; declare it "
+                "ShardedKeyAttribute(hash_key=True, strategy=...)"
+            )
+        return found
+
+    # -- the migration the model follows -------------------------------------------------
+
+    def migration(self) -> ActiveMigration | None:
+        """The shard count change in progress, as this process sees it (None: none).
+
+        Inside :meth:`operation`, the view the operation began with.
+        """
+        held: list[ActiveMigration | None] | None = getattr(self._held, "view", None)
+        if held is not None:
+            return held[0]
+        return self.watch.current() if self.watch is not None else None
+
+    @contextmanager
+    def operation(self) -> Iterator[ActiveMigration | None]:
+        """One operation's view: every placement taken in this thread meanwhile uses it.
+
+        A write follows one phase's rules from its first request to its last: a view
+        refreshed in between would mix two phases (a delete begun in ``backfill`` removes
+        the old key, and, its other keys worked out in ``read_new``, the old key again
+        and never the new one). Holding the view, the write lags at most one phase,
+        which the rules tolerate. Nested operations keep the outer view.
+        """
+        outer: list[ActiveMigration | None] | None = getattr(self._held, "view", None)
+        if outer is not None or self.watch is None:
+            yield outer[0] if outer is not None else None
+            return
+        view = self.watch.current()
+        self._held.view = [view]
+        try:
+            yield view
+        finally:
+            self._held.view = None
+
+    # -- placements ---------------------------------------------------------------------
+
+    def placement(
+        self,
+        attr: ShardedKeyAttribute | None = None,
+        *,
+        reading: Iterable[str] = (),
+        counts: dict[str, ShardCount] | None = None,
+    ) -> Placement:
+        """Where the items of ``attr`` (default: the table's sharded key) are, now.
+
+        ``reading``: the logical keys a read touches, whose dynamic shard counts are read
+        (strongly consistent unless the reader cache is on). ``counts``: counts already
+        known, used instead.
+        """
+        key = self.spec.table_key()
+        attr = attr or key
+        if attr is None:
+            raise ShardConfigurationError(f"{self.spec.model_name} has no ShardedKeyAttribute")
+        if attr is not key:  # an index key: its own fixed layout
+            return Placement(attr.layout, key_name=attr.attr_name)
+        found = dict(counts or {})
+        if self.directory is not None:
+            for logical in reading:
+                if logical not in found:
+                    found[logical] = self.directory.for_read(logical)
+        return Placement(attr.layout, self.migration(), found, key_name=attr.attr_name)
+
+
+def sharding_of(model: type[Any]) -> Sharding:
+    """The sharding engine of ``model``, a :class:`~shardmodel.ShardedModel` subclass.
+
+    Raises:
+        ShardConfigurationError: ``model`` is not a sharded model class.
+    """
+    engine = getattr(model, "__dict__", {}).get(ENGINE)
+    if not isinstance(engine, Sharding):
+        name = getattr(model, "__name__", repr(model))
+        raise ShardConfigurationError(
+            f"{name} is not a ShardedModel class; pass a model declared as "
+            f"'class {name}(ShardedModel)'"
+        )
+    return engine

@@ -1,0 +1,1 @@
+"""Pure key math, no I/O: strategies, layouts, physical keys and the phase rules."""

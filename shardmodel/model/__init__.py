@@ -1,0 +1,1 @@
+"""Thin model facades over the engine: ShardedModel, TimeSeriesModel, their metaclasses."""

@@ -1,0 +1,485 @@
+"""ShardedModel: a PynamoDB model whose partition key is sharded transparently.
+
+A thin facade: each method hands the call to the engine (:mod:`shardmodel.engine`), or to
+PynamoDB's own implementation where nothing is sharded. Instances always show the
+logical key; the engine's codec keeps the physical one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.models import BatchWrite, Model
+
+from shardmodel.engine import codec, counting, queries, reads, writes
+from shardmodel.engine.items import sharded
+from shardmodel.engine.sharding import sharding_of
+from shardmodel.errors import ShardModelError, UnsupportedOperationError
+from shardmodel.metadata import ShardMetadata
+from shardmodel.model.declaration import ShardedModelMeta
+from shardmodel.strategies import TimeBounds
+
+__all__ = ["ShardedBatchWrite", "ShardedModel"]
+
+_M = TypeVar("_M", bound="ShardedModel")
+_RawItem = dict[str, dict[str, Any]]
+
+
+class ShardedBatchWrite(BatchWrite[_M]):
+    """PynamoDB's BatchWrite, checking each item's physical key when it is added.
+
+    A bad item raises at ``save``/``delete``; leaving the ``with`` block on a shardmodel
+    error then drops the pending items instead of committing them (PynamoDB commits on
+    any exit), so a validation error writes nothing that was still pending.
+    """
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> Any:
+        if isinstance(exc_val, ShardModelError):
+            self.pending_operations = []
+            return None
+        return super().__exit__(exc_type, exc_val, exc_tb)
+
+    def save(self, put_item: _M) -> None:
+        writes.batch_save(put_item, super().save)
+
+    def delete(self, del_item: _M) -> None:
+        writes.batch_delete(del_item, super().delete)
+
+
+class ShardedModel(Model, metaclass=ShardedModelMeta):
+    """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
+
+    Declare the model as usual; mark the partition key with
+    ``ShardedKeyAttribute(hash_key=True, strategy=...)``. Optional ``Meta`` settings:
+
+    * ``shard_backoff``: a :class:`~shardmodel.retry.Backoff` for resending a batch
+      call's unprocessed keys and items, and a dynamic key's throttled new writes.
+    * ``max_requests``: the most partitions one read may touch (default 1,000).
+    * ``cursor_secret``: signs query cursors (HMAC) instead of checksumming them.
+    """
+
+    #: marks the class (and its subclasses) as sharded, for ShardedKeyAttribute's check
+    __shardmodel__ = True
+
+    # the codec's per-instance state (see shardmodel.engine.codec)
+    _physical_key: str | None = None
+    _index_keys: dict[str, str] | None = None
+    _write_counts: ShardMetadata | None = None
+    _pinned_key: str | None = None
+    _loaded_counters: dict[str, Any] | None = None
+
+    # -- keys -----------------------------------------------------------------------------
+
+    @classmethod
+    def logical_key_of(cls, physical_key: str) -> str:
+        """The logical key a stored partition key value (``user-1#3``) belongs to.
+
+        For tools that see raw items: streams, exports, CloudWatch Contributor Insights.
+        """
+        return sharded(cls).layout.logical_key(physical_key)
+
+    def get_physical_key(self) -> str | None:
+        """The item's physical partition key, or None while its shard is not yet chosen."""
+        attr = sharding_of(type(self)).spec.table_key()
+        if attr is None:
+            return None
+        if self._physical_key is None and attr.layout.deterministic:
+            return codec.stored_key(self)
+        return self._physical_key
+
+    # -- the codec: PynamoDB's hooks ------------------------------------------------------
+
+    def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
+        """Serialize with the physical partition key (choosing the shard on first write)."""
+        return codec.serialize_keys(self, super().serialize(null_check=null_check))
+
+    @classmethod
+    def _instantiate(cls: type[_M], attribute_values: _RawItem) -> _M:
+        """PynamoDB's instance from stored values, built without its double work."""
+        return codec.instantiate(cls, attribute_values, super()._instantiate)
+
+    @classmethod
+    def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
+        """Build an instance from a stored item: logical key shown, physical key kept."""
+        return codec.from_raw_data(cls, data, super().from_raw_data)
+
+    def deserialize(self, attribute_values: _RawItem) -> None:
+        codec.deserialize(self, attribute_values, super().deserialize)
+
+    def _get_hash_range_key_serialized_values(self) -> tuple[Any, Any | None]:
+        hash_value, range_value = super()._get_hash_range_key_serialized_values()
+        return codec.stored_keys(self, hash_value, range_value)
+
+    def _get_serialized_keys(self) -> tuple[Any, Any]:
+        hash_value, range_value = super()._get_serialized_keys()
+        return codec.stored_keys(self, hash_value, range_value)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @classmethod
+    def get(
+        cls: type[_M],
+        hash_key: Any,
+        range_key: Any = None,
+        consistent_read: bool = False,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> _M:
+        """Get one item by logical key, reading every candidate shard in one BatchGetItem."""
+        if sharding_of(cls).spec.table_key() is None:
+            return super().get(hash_key, range_key, consistent_read, attributes_to_get)
+        return reads.get(cls, hash_key, range_key, consistent_read, attributes_to_get, super().get)
+
+    @classmethod
+    def batch_get(
+        cls: type[_M],
+        items: Iterable[Any],
+        consistent_read: bool | None = None,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> Iterator[_M]:
+        """Get many items by logical key; each key's candidate shards are read together."""
+        if sharding_of(cls).spec.table_key() is None:
+            return super().batch_get(items, consistent_read, attributes_to_get)
+        return reads.batch_get(cls, items, consistent_read, attributes_to_get)
+
+    def refresh(self, consistent_read: bool = False) -> None:
+        """Reload this item; an instance of unknown shard is looked up on every candidate."""
+        if sharding_of(type(self)).spec.table_key() is None:
+            super().refresh(consistent_read)
+            return
+        reads.refresh(self, consistent_read, super().refresh)
+
+    @classmethod
+    def get_operation_kwargs_from_class(
+        cls,
+        hash_key: str,
+        range_key: Any = None,
+        condition: Condition | None = None,
+    ) -> dict[str, Any]:
+        """Request arguments for TransactGet/condition checks: the key must name one shard."""
+        if sharding_of(cls).spec.table_key() is not None:
+            hash_key = reads.transaction_key(cls, hash_key, range_key)
+        result: dict[str, Any] = super().get_operation_kwargs_from_class(
+            hash_key, range_key, condition
+        )
+        return result
+
+    @classmethod
+    def query(  # type: ignore[override]
+        cls: type[_M],
+        hash_key: Any,
+        range_key_condition: Condition | None = None,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        index_name: str | None = None,
+        scan_index_forward: bool | None = None,
+        limit: int | None = None,
+        last_evaluated_key: Any = None,
+        attributes_to_get: Sequence[str] | None = None,
+        page_size: int | None = None,
+        rate_limit: float | None = None,
+        *,
+        parallelism: int | None = None,
+        time_range: TimeBounds | None = None,
+        max_requests: int | None = None,
+    ) -> Iterator[_M]:
+        """Query one logical key across its shards as one ordered, resumable stream.
+
+        Keeps PynamoDB's signature. ``limit`` applies to the merged order, exactly.
+        ``last_evaluated_key`` of the returned iterator is an opaque cursor string; pass
+        it back to resume. ``parallelism`` caps the threads reading shards at once
+        (default and maximum: ``Meta.max_pool_connections``). ``time_range=(start, end)``
+        bounds the buckets of a ``TimeBuckets`` key whose time is not the sort key.
+        ``max_requests`` bounds the partitions (buckets x shards) read (default
+        ``Meta.max_requests``, else 1,000); a query over more raises before sending.
+        """
+        return queries.query(
+            cls,
+            hash_key,
+            range_key_condition,
+            filter_condition,
+            consistent_read,
+            index_name,
+            scan_index_forward,
+            limit,
+            last_evaluated_key,
+            attributes_to_get,
+            page_size,
+            rate_limit,
+            parallelism=parallelism,
+            time_range=time_range,
+            max_requests=max_requests,
+            plain=super().query,
+        )
+
+    @classmethod
+    def count(
+        cls,
+        hash_key: Any = None,
+        range_key_condition: Condition | None = None,
+        filter_condition: Condition | None = None,
+        consistent_read: bool = False,
+        index_name: str | None = None,
+        limit: int | None = None,
+        rate_limit: float | None = None,
+        *,
+        parallelism: int | None = None,
+        time_range: TimeBounds | None = None,
+        max_requests: int | None = None,
+    ) -> int:
+        """Count one logical key's items, summed over its shards (or the table's, keyless)."""
+        return queries.count(
+            cls,
+            hash_key,
+            range_key_condition,
+            filter_condition,
+            consistent_read,
+            index_name,
+            limit,
+            rate_limit,
+            parallelism=parallelism,
+            time_range=time_range,
+            max_requests=max_requests,
+            plain=super().count,
+            query_model=cls.query,
+        )
+
+    @classmethod
+    def scan(  # type: ignore[override]
+        cls: type[_M],
+        filter_condition: Condition | None = None,
+        segment: int | None = None,
+        total_segments: int | None = None,
+        limit: int | None = None,
+        last_evaluated_key: dict[str, dict[str, Any]] | None = None,
+        page_size: int | None = None,
+        consistent_read: bool | None = None,
+        index_name: str | None = None,
+        rate_limit: float | None = None,
+        attributes_to_get: Sequence[str] | None = None,
+    ) -> Iterator[_M]:
+        """Scan; on a counter model, each logical item once with its counters summed.
+
+        A counter model's scan reads the shard items' keys, and for each logical item it
+        finds reads every shard item of it (BatchGetItem, 100 keys a call).
+        ``filter_condition`` is applied to the summed items on the client. Parallel
+        segments together return each logical item once.
+        """
+        return counting.scan(
+            cls,
+            filter_condition,
+            segment,
+            total_segments,
+            limit,
+            last_evaluated_key,
+            page_size,
+            consistent_read,
+            index_name,
+            rate_limit,
+            attributes_to_get,
+            super().scan,
+        )
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def save(
+        self, condition: Condition | None = None, *, add_version_condition: bool = True
+    ) -> dict[str, Any]:
+        """Save the item; on a counter model, update its other attributes on the home shard."""
+        return writes.save(self, condition, add_version_condition, super().save)
+
+    def update(
+        self,
+        actions: list[Action],
+        condition: Condition | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> Any:
+        """Update the item at its stored key (and, during a migration, its other copy)."""
+        return writes.update(self, actions, condition, add_version_condition, super().update)
+
+    def delete(
+        self, condition: Condition | None = None, *, add_version_condition: bool = True
+    ) -> Any:
+        """Delete the item (a counter item: every shard item of it)."""
+        return writes.delete(self, condition, add_version_condition, super().delete)
+
+    def _get_save_args(
+        self, condition: Condition | None = None, *, add_version_condition: bool = True
+    ) -> tuple[Iterable[Any], dict[str, Any]]:
+        args, kwargs = super()._get_save_args(
+            condition=condition, add_version_condition=add_version_condition
+        )
+        if self._physical_key is not None:
+            kwargs["condition"] = codec.physical_condition(
+                self, kwargs.get("condition"), self._physical_key
+            )
+        return args, kwargs
+
+    def get_save_kwargs_from_instance(
+        self,
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+    ) -> dict[str, Any]:
+        if sharding_of(type(self)).spec.counters:
+            raise UnsupportedOperationError(
+                f"{type(self).__name__} has counters: a transactional PutItem would overwrite "
+                "a shard's share of them; use add() outside the transaction"
+            )
+        writes.refuse_in_migration(self)
+        result: dict[str, Any] = super().get_save_kwargs_from_instance(
+            condition, return_values_on_condition_failure
+        )
+        return result
+
+    def get_update_kwargs_from_instance(
+        self,
+        actions: list[Action],
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> dict[str, Any]:
+        codec.check_actions(self, actions)
+        writes.refuse_in_migration(self)
+        condition = codec.key_condition(self, condition)
+        result: dict[str, Any] = super().get_update_kwargs_from_instance(
+            actions,
+            condition,
+            return_values_on_condition_failure,
+            add_version_condition=add_version_condition,
+        )
+        return result
+
+    def get_delete_kwargs_from_instance(
+        self,
+        condition: Condition | None = None,
+        return_values_on_condition_failure: str | None = None,
+        *,
+        add_version_condition: bool = True,
+    ) -> dict[str, Any]:
+        writes.refuse_in_migration(self)
+        condition = codec.key_condition(self, condition)
+        result: dict[str, Any] = super().get_delete_kwargs_from_instance(
+            condition,
+            return_values_on_condition_failure,
+            add_version_condition=add_version_condition,
+        )
+        return result
+
+    @classmethod
+    def batch_write(cls: type[_M], auto_commit: bool = True) -> ShardedBatchWrite[_M]:
+        """A batch writer that checks each item's physical key as it is added."""
+        return ShardedBatchWrite(cls, auto_commit=auto_commit)
+
+    # -- counters -------------------------------------------------------------------------
+
+    @classmethod
+    def add(
+        cls, hash_key: Any, range_key: Any = None, *, token: str | None = None, **increments: Any
+    ) -> None:
+        """Add to counters of one logical item: one ``UpdateItem ADD`` on one shard.
+
+        Args:
+            hash_key: the logical key.
+            range_key: the sort key, on models that have one.
+            token: makes the increment idempotent: the same token counts once within
+                the token window (``Meta.counter_tokens``, 10 to 20 minutes by default).
+            **increments: counter name to amount (negative amounts decrement).
+
+        Raises:
+            IdempotentParameterMismatchError: ``token`` was used with other amounts
+                within the window; nothing is applied.
+        """
+        counting.add(cls, hash_key, range_key, token, increments)
+
+    @classmethod
+    def rollup(cls: type[_M], hash_key: Any, range_key: Any = None) -> _M:
+        """Read the exact totals and cache them on the home shard with the time read."""
+        return counting.rollup(cls, hash_key, range_key)
+
+    @classmethod
+    def get_cached(cls: type[_M], hash_key: Any, range_key: Any = None, max_age: float = 60) -> _M:
+        """Totals at most ``max_age`` seconds old, from one read of the home shard.
+
+        When the cached totals are older (or absent), reads every shard and refreshes
+        the cache (:meth:`rollup`). The counters shown include every increment made up
+        to ``max_age`` seconds ago; later ones may be missing.
+        """
+        return counting.get_cached(cls, hash_key, range_key, max_age)
+
+    # -- dynamic keys ---------------------------------------------------------------------
+
+    @classmethod
+    def create_table(cls, *args: Any, **kwargs: Any) -> Any:
+        """Create the table and, for a dynamic key, its metadata table (on-demand)."""
+        from shardmodel.dynamic.growth import create_metadata_table
+
+        result = super().create_table(*args, **kwargs)
+        create_metadata_table(cls, wait=bool(kwargs.get("wait", False)))
+        return result
+
+    @classmethod
+    def delete_table(cls, *, wait: bool = False) -> Any:
+        """Delete the table and, for a dynamic key, its metadata table."""
+        from shardmodel.dynamic.growth import delete_metadata_table
+
+        result = super().delete_table(wait=wait)
+        delete_metadata_table(cls)
+        return result
+
+    @classmethod
+    def shard_metadata(cls, hash_key: str) -> ShardMetadata | None:
+        """A dynamic key's metadata item, read strongly consistent (None: never written)."""
+        from shardmodel.dynamic.growth import shard_metadata
+
+        return shard_metadata(cls, hash_key)
+
+    @classmethod
+    def grown_keys(cls, min_shards: int = 2) -> list[ShardMetadata]:
+        """Keys whose reads touch at least ``min_shards`` shards, most first: the hot ones.
+
+        Scans the metadata table (one item per key ever written).
+        """
+        from shardmodel.dynamic.growth import grown_keys
+
+        return grown_keys(cls, min_shards)
+
+    @classmethod
+    def grow_shards(cls, hash_key: str, to: int) -> ShardMetadata:
+        """Raise a dynamic key's live count to ``to`` ahead of a known burst.
+
+        The same conditional update and history entry as a growth on throttling; a no-op
+        when the key already has ``to`` shards.
+        """
+        from shardmodel.dynamic.growth import grow_shards
+
+        return grow_shards(cls, hash_key, to)
+
+    @classmethod
+    def shrink_shards(cls, hash_key: str, count: int) -> ShardMetadata:
+        """Lower a dynamic key's live count: new writes spread over ``count`` shards.
+
+        Reads keep reading every shard the key had until :meth:`compact_shards` has moved
+        the retired shards' items into the live ones, so no item is hidden meanwhile.
+        """
+        from shardmodel.dynamic.growth import shrink_shards
+
+        return shrink_shards(cls, hash_key, count)
+
+    @classmethod
+    def compact_shards(cls, hash_key: str, grace: float = 5.0) -> int:
+        """Move the items of a key's retired shards into its live shards; returns how many.
+
+        It starts once writers' cached counts from before the shrink have expired
+        (``writer_cache_seconds`` after it). Each item is copied to a live shard, then
+        (after ``grace`` seconds, longer than any read in flight takes) deleted from the
+        retired shard with a condition that it is unchanged. Meanwhile reads see both
+        copies and return one; an item updated in place meanwhile is copied again. Once
+        the retired shards are empty the history is pruned and reads stop touching them.
+        """
+        from shardmodel.dynamic.compaction import compact_shards
+
+        return compact_shards(cls, hash_key, grace)
