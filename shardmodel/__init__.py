@@ -2,6 +2,7 @@
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counters import CounterAttribute, TokenWindow
+from shardmodel.engine import sharding_of
 from shardmodel.errors import (
     CursorError,
     DuplicateItemError,
@@ -78,5 +79,6 @@ __all__ = [
     "UnsupportedOperationError",
     "__version__",
     "herd_offset",
+    "sharding_of",
     "throttling_reasons",
 ]

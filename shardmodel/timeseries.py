@@ -36,7 +36,7 @@ from shardmodel._time import to_utc
 from shardmodel.cursor import encode_cursor
 from shardmodel.engine import sharding_of
 from shardmodel.engine.items import with_keys
-from shardmodel.engine.queries import cursor_secret, parallelism_of, resume
+from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 from shardmodel.keys import KeyLayout
 from shardmodel.model.declaration import ShardedModelMeta

@@ -14,7 +14,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 
-from shardmodel.engine import codec, counting, queries, reads, writes
+from shardmodel.engine import codec, counting, counts, queries, reads, writes
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardModelError, UnsupportedOperationError
@@ -230,7 +230,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         max_requests: int | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
-        return queries.count(
+        return counts.count(
             cls,
             hash_key,
             range_key_condition,
