@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from attrs import field, frozen
@@ -23,7 +23,9 @@ __all__ = ["MAX_PARTITION_KEY_BYTES", "KeyLayout", "PhysicalKey", "Placement"]
 #: DynamoDB's limit on a partition key value, in UTF-8 bytes.
 MAX_PARTITION_KEY_BYTES = 2048
 
-Placement = Literal["suffix", "prefix"]
+#: Where the segments go: after the logical key, before it, or alone (a time series'
+#: partition key ``7#2023-10-27T15`` holds no entity: it is in the sort key).
+Placement = Literal["suffix", "prefix", "segments"]
 
 
 class PhysicalKey(str):
@@ -91,9 +93,10 @@ class KeyLayout:
             raise ShardConfigurationError(
                 f"first_shard={self.first_shard}: shard numbers cannot be negative; use 0 or 1"
             )
-        if self.placement not in ("suffix", "prefix"):
+        if self.placement not in ("suffix", "prefix", "segments"):
             raise ShardConfigurationError(
-                f"placement={self.placement!r}: use 'suffix' (user#3) or 'prefix' (3#user)"
+                f"placement={self.placement!r}: use 'suffix' (user#3), 'prefix' (3#user) or "
+                "'segments' (3#2023-10-27T15: the key holds the segments alone)"
             )
 
     @property
@@ -117,6 +120,8 @@ class KeyLayout:
         parts = [self.segment_text(s) for s in segments]
         if self.placement == "suffix":
             return self.separator.join([logical_key, *parts])
+        if self.placement == "segments":
+            return self.separator.join(parts)
         return self.separator.join([*parts, logical_key])
 
     def longest_key_bytes(self, logical_key: str) -> int:
@@ -152,7 +157,8 @@ class KeyLayout:
         self.check_length(logical_key)
         physical = self.join(logical_key, segments)
         texts = tuple(self.segment_text(s) for s in segments)
-        if self.split(physical) != (logical_key, texts):
+        logical = "" if self.placement == "segments" else logical_key
+        if self.split(physical) != (logical, texts):
             raise ShardKeyError(
                 f"logical key {logical_key[:40]!r} with separator {self.separator!r} makes "
                 f"the key {physical[:60]!r}, which does not split back into the same logical "
@@ -181,7 +187,10 @@ class KeyLayout:
             ShardKeyError: if the key does not have this layout's segments.
         """
         count = len(self.strategies)
-        if self.placement == "suffix":
+        if self.placement == "segments":
+            pieces = ["", *physical_key.split(self.separator, count - 1)]
+            logical, segments = "", pieces[1:]
+        elif self.placement == "suffix":
             pieces = physical_key.rsplit(self.separator, count)
             logical, segments = pieces[0], pieces[1:]
         else:
@@ -209,17 +218,29 @@ class KeyLayout:
             self.compose(key.logical_key, [s.pick(key, rng) for s in self.strategies])
         )
 
+    def expand(
+        self, logical_key: str, per_strategy: Sequence[Sequence[Segment]]
+    ) -> Iterator[tuple[tuple[int, ...], list[Segment], str]]:
+        """Every key of one segment per strategy, in shard order: (positions, segments, key).
+
+        The one enumeration of keys: every read's keys come from it. Keys too long for
+        DynamoDB are left out: no item can be stored under them.
+        """
+        for combo in itertools.product(*(range(len(c)) for c in per_strategy)):
+            segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+            physical = self.readable(logical_key, segments)
+            if physical is not None:
+                yield combo, segments, physical
+
     def candidates(
         self, key: KeyValues, segments: Sequence[Sequence[Segment]] | None = None
     ) -> list[str]:
         """Every physical key a read of this item by full key must touch, in shard order.
 
-        ``segments``: :meth:`candidate_segments` when already computed. Keys too long for
-        DynamoDB are left out: no item can be stored under them.
+        ``segments``: :meth:`candidate_segments` when already computed.
         """
         per_strategy = self.candidate_segments(key) if segments is None else segments
-        found = (self.readable(key.logical_key, c) for c in itertools.product(*per_strategy))
-        return [physical for physical in found if physical is not None]
+        return [physical for _, _, physical in self.expand(key.logical_key, per_strategy)]
 
     def repick(self, key: KeyValues, existing: str, rng: random.Random) -> str:
         """The physical key a re-save of a stored item goes to: its own shard.

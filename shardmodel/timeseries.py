@@ -18,11 +18,9 @@ order (:meth:`TimeSeriesModel.query_series`, :meth:`TimeSeriesModel.latest`).
 from __future__ import annotations
 
 import hashlib
-import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
-from itertools import product
 from typing import Any, ClassVar, TypeVar
 
 from attrs import frozen
@@ -34,7 +32,7 @@ from pynamodb.expressions.update import Action
 from shardmodel._conditions import named_paths
 from shardmodel._time import to_utc
 from shardmodel.cursor import encode_cursor
-from shardmodel.engine import sharding_of
+from shardmodel.engine import Placement, sharding_of
 from shardmodel.engine.items import with_keys
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
@@ -43,7 +41,7 @@ from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.request_bound import check_fan_out, request_bound
-from shardmodel.strategies import KeyValues, Segment, ShardStrategy, TimeBounds
+from shardmodel.strategies import KeyValues, Segment, ShardStrategy
 
 __all__ = [
     "BucketKeyAttribute",
@@ -121,12 +119,13 @@ class BucketKeyAttribute(UnicodeAttribute):
         **kwargs: Any,
     ) -> None:
         super().__init__(hash_key=hash_key, attr_name=attr_name, **kwargs)
-        self.layout = KeyLayout(strategies=strategy, separator=separator, first_shard=first_shard)
+        self.layout = KeyLayout(
+            strategies=strategy, separator=separator, first_shard=first_shard, placement="segments"
+        )
 
     def compose(self, segments: Sequence[Segment]) -> str:
         """The partition key of these segments."""
-        layout = self.layout
-        return layout.separator.join(layout.segment_text(s) for s in segments)
+        return self.layout.join("", segments)
 
 
 class SeriesKeyAttribute(UnicodeAttribute):
@@ -230,29 +229,24 @@ class SeriesLayout:
         key = self.key_values(entity, moment)
         return self.pk().compose([s.pick(key, _UNUSED_RNG) for s in self.pk().layout.strategies])
 
-    def partitions(self, entity: str, low: datetime, high: datetime) -> list[list[str]]:
+    def partitions(
+        self, entity: str, low: datetime, high: datetime, *, what: str, bound: int
+    ) -> list[list[str]]:
         """The partitions holding ``entity``'s readings from ``low`` to ``high``, by bucket.
 
-        One list per bucket (per combination of ordered segments), in time order.
-        """
-        strategies = self.pk().layout.strategies
-        key = self.key_values(entity, None)
-        bounds: Mapping[str, TimeBounds] = {self.time: (low, high)}
-        per_strategy = [s.query_candidates(key, bounds) for s in strategies]
-        ordered = [i for i, s in enumerate(strategies) if s.ordered]
-        buckets: dict[tuple[int, ...], list[str]] = {}
-        for combo in product(*(range(len(c)) for c in per_strategy)):
-            segments = [per_strategy[i][j] for i, j in enumerate(combo)]
-            buckets.setdefault(tuple(combo[i] for i in ordered), []).append(
-                self.pk().compose(segments)
-            )
-        return [buckets[b] for b in sorted(buckets)]
+        One list per bucket (per combination of ordered segments), in time order; the
+        placement of the partition key's layout works them out.
 
-    def planned(self, entity: str, low: datetime, high: datetime) -> int:
-        """How many partitions :meth:`partitions` returns, without building them."""
-        key = self.key_values(entity, None)
-        bounds: Mapping[str, TimeBounds] = {self.time: (low, high)}
-        return math.prod(len(s.query_candidates(key, bounds)) for s in self.pk().layout.strategies)
+        Raises:
+            FanOutLimitError: more partitions than ``bound``, before any request.
+        """
+        return Placement(self.pk().layout).partitions(
+            self.key_values(entity, None),
+            what=what,
+            bound=bound,
+            bounds={self.time: (low, high)},
+            sort_name=self.time,
+        )
 
 
 def _chunks(buckets: list[list[str]], width: int) -> list[list[str]]:
@@ -522,14 +516,16 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
                     f"{name}.{what}(filter_condition=...): {attribute!r} is stored in the "
                     "sort key, not as an attribute; bound the time with start and end instead"
                 )
-        check_fan_out(
-            f"{name}.{what}({entity!r})",
-            layout.planned(entity, low, high),
-            request_bound(cls, max_requests),
+        partitions = layout.partitions(
+            entity,
+            low,
+            high,
+            what=f"{name}.{what}({entity!r})",
+            bound=request_bound(cls, max_requests),
         )
         sort = layout.sk()
         condition = sort.between(sort.compose(entity, low), sort.compose(entity, high))
-        return entity, layout.partitions(entity, low, high), condition
+        return entity, partitions, condition
 
     @classmethod
     def count_series(

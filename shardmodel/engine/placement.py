@@ -18,7 +18,6 @@ keys:
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -135,13 +134,11 @@ class Placement:
             ranks: list[Callable[[Segment], int] | None] = [
                 getattr(s, "group_of", None) for s in lay.strategies
             ]
-            for combo in itertools.product(*(range(len(c)) for c in per_strategy)):
-                segments = [per_strategy[i][j] for i, j in enumerate(combo)]
+            for combo, segments, physical in lay.expand(key.logical_key, per_strategy):
                 group = tuple(
                     combo[i] if (rank := ranks[i]) is None else rank(segments[i]) for i in splits
                 )
-                physical = lay.readable(key.logical_key, segments)  # None: too long to exist
-                if physical is not None and physical not in groups.get(group, ()):
+                if physical not in groups.get(group, ()):
                     groups.setdefault(group, []).append(physical)
         if len(layouts) > 1:  # the union's exact size, still before the first request
             check_fan_out(what, sum(len(g) for g in groups.values()), bound)
@@ -169,8 +166,7 @@ class Placement:
         if self.migration is None:
             return self.read_keys(key, what=what, bound=bound)
         layout = self.migration.layout("old" if token else self.migration.rules.writes[0])
-        key = self._counted(key)
-        return layout.candidates(key, layout.candidate_segments(key))
+        return Placement(layout, counts=self.counts).read_keys(key, what=what, bound=bound)
 
     def dynamic_keys(self, logical: str, shards: range) -> list[str]:
         """The keys of a dynamic key's shards ``shards`` (DynamicShards its only strategy)."""
