@@ -30,6 +30,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check shardmodel tests examples benchmarks docs/conf.py docs/charts.py
 	$(VENV)/bin/ruff format --check shardmodel tests examples benchmarks docs/conf.py docs/charts.py
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 docs: $(STAMP)
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html

@@ -10,7 +10,7 @@ logical key. Compares, per workload (the newest 100; all 10,000):
 * ``single partition``: plain PynamoDB ``Model.query`` of one unsharded key holding
   the same items, on botocore (what a user runs unsharded: the ``/plain`` ratios);
 * ``single, fast parse``: the same, its client's responses parsed by
-  ``shardmodel.fastparse`` as the merged query's are (not a baseline of any target: it
+  ``shardmodel.lean.fastparse`` as the merged query's are (not a baseline of any target: it
   separates the parser's saving from the rest);
 * ``single, lean``: the same query on the merged query's request path: the model's
   table connection is :func:`shardmodel.lean.table_connection`'s, so the request goes
@@ -59,8 +59,8 @@ from pynamodb.models import Model
 
 from benchmarks import request_floor
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
-from shardmodel.fastparse import install as install_fast_parse
 from shardmodel.lean import LeanClient, table_connection
+from shardmodel.lean.fastparse import install as install_fast_parse
 from shardmodel.testing import bind_models, create_tables, dynalite_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +101,7 @@ class Single(Model):
 
 
 class SingleFastParse(Model):
-    """The same single partition through its own client, parsed by shardmodel.fastparse.
+    """The same single partition through its own client, parsed by shardmodel.lean.fastparse.
 
     Not a target's baseline: it shows how much of the merged query's lower CPU per item
     is the faster parsing and how much is the merge's own cost.
@@ -138,7 +138,7 @@ def _lean_path(model: type[Model]) -> None:
     PynamoDB hands every call the ``TableConnection`` it caches in ``_connection``; the
     lean copy of it (:func:`shardmodel.lean.table_connection`, what the merged query
     sends its shard requests through) runs PynamoDB's own ``query`` over
-    :class:`~shardmodel.lean.LeanClient`, which parses with ``shardmodel.fastparse``.
+    :class:`~shardmodel.lean.LeanClient`, which parses with ``shardmodel.lean.fastparse``.
     Call after binding the model and attaching the wire to its botocore client.
     """
     lean = table_connection(model)

@@ -5,7 +5,7 @@ shard that holds more of the newest 100 than that is read again: a second round 
 which costs a whole request latency. A bigger first page makes second rounds rarer and
 reads more items (read capacity, and the bench's "items read <= 2x returned" target).
 
-For each first-page size this drives the real :class:`shardmodel.query.MergedQuery`
+For each first-page size this drives the real :class:`shardmodel.engine.merge.MergedQuery`
 over ``TRIALS`` random layouts (every item on a uniformly random shard, as
 ``RandomShards`` writes them; a fresh layout per trial, not one seeded data set) with
 an in-memory fetch, and prints the share of reads needing a second round, the mean
@@ -21,7 +21,7 @@ from typing import Any
 from unittest import mock
 
 from shardmodel import query as query_module
-from shardmodel.query import MergedQuery, QueryIdentity, first_page_size
+from shardmodel.engine.merge import MergedQuery, QueryIdentity, first_page_size
 
 SHARDS = 16
 LATEST = 100

@@ -2,7 +2,9 @@
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counters import CounterAttribute, TokenWindow
+from shardmodel.dynamic.metadata import HistoryEntry, ShardMetadata
 from shardmodel.engine import sharding_of
+from shardmodel.engine.merge import MergedQuery
 from shardmodel.errors import (
     CursorError,
     DuplicateItemError,
@@ -15,21 +17,13 @@ from shardmodel.errors import (
     UnknownShardError,
     UnsupportedOperationError,
 )
-from shardmodel.keys import KeyLayout, PhysicalKey
-from shardmodel.metadata import HistoryEntry, ShardMetadata
+from shardmodel.keyspace.dynamic import DynamicShards, ShardChange
+from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
+from shardmodel.keyspace.ordered import BoundaryWarning, NormalizedAttribute, OrderedShards
+from shardmodel.keyspace.strategies import HashShards, RandomShards, ShardCount, ShardStrategy
+from shardmodel.keyspace.time_buckets import TimeBuckets
 from shardmodel.model.sharded import ShardedBatchWrite, ShardedModel
-from shardmodel.ordered import BoundaryWarning, NormalizedAttribute, OrderedShards
-from shardmodel.query import MergedQuery
 from shardmodel.retry import Backoff
-from shardmodel.strategies import (
-    DynamicShards,
-    HashShards,
-    RandomShards,
-    ShardChange,
-    ShardCount,
-    ShardStrategy,
-    TimeBuckets,
-)
 from shardmodel.throttles import throttling_reasons
 from shardmodel.timeseries import (
     BucketKeyAttribute,

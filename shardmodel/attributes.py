@@ -10,8 +10,8 @@ from pynamodb.attributes import UnicodeAttribute
 from pynamodb.models import Model
 
 from shardmodel.errors import ShardConfigurationError
-from shardmodel.keys import KeyLayout, Placement
-from shardmodel.strategies import ShardStrategy
+from shardmodel.keyspace.keys import KeyLayout, Placement
+from shardmodel.keyspace.strategies import ShardStrategy
 
 __all__ = ["ShardedKeyAttribute"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from shardmodel import __version__
-from shardmodel._terminal import progress, table
+from shardmodel.core.terminal import progress, table
 from shardmodel.engine import sharding_of
 
 __all__ = ["COMMANDS", "CommandError", "add_command", "command", "load_model", "main"]

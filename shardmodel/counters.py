@@ -21,7 +21,7 @@ from pynamodb.attributes import NumberAttribute
 from pynamodb.constants import NUMBER
 from pynamodb.expressions.operand import Path
 
-from shardmodel._canonical import storable_number as canonical_number
+from shardmodel.core.canonical import storable_number as canonical_number
 from shardmodel.errors import IdempotentParameterMismatchError, ShardKeyError
 
 __all__ = [

@@ -12,8 +12,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.keyspace.strategies import RandomShards
 from shardmodel.model.sharded import ShardedModel
-from shardmodel.strategies import RandomShards
 from shardmodel.testing import create_tables, mock_dynamodb
 
 __all__ = ["run_demo"]

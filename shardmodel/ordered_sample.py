@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from attrs import frozen
 
 from shardmodel.cli import CommandError
-from shardmodel.ordered import default_normalize, normalized_all, sample_cuts
+from shardmodel.keyspace.ordered import default_normalize, normalized_all, sample_cuts
 
 __all__ = ["BoundaryReport", "add_command", "boundary_report", "read_chunks", "read_values"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from shardmodel._time import Clock, SystemClock
+from shardmodel.core.times import Clock, SystemClock
 from shardmodel.retry import is_throttle
 
 __all__ = ["CloudWatchCapacity", "ThrottleScope", "throttle_scope", "throttling_reasons"]

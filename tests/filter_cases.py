@@ -1,7 +1,7 @@
-"""Differential cases for shardmodel.filters: the server's filter against ours.
+"""Differential cases for shardmodel.expressions.filters: the server's filter against ours.
 
 A plain model with every attribute type is scanned with each condition on the server
-(moto or dynalite); :func:`shardmodel.filters.matches` must select the same items
+(moto or dynalite); :func:`shardmodel.expressions.filters.matches` must select the same items
 from the unfiltered raw items.
 """
 
@@ -23,7 +23,7 @@ from pynamodb.attributes import (
 from pynamodb.expressions.condition import size as untyped_size
 from pynamodb.models import Model
 
-from shardmodel.filters import matches
+from shardmodel.expressions.filters import matches
 
 
 class Doc(Model):

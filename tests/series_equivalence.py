@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from shardmodel._time import to_utc
+from shardmodel.core.times import to_utc
 from tests.models import PlainReading, SeriesReading
 
 _runs = itertools.count()

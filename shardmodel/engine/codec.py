@@ -21,10 +21,10 @@ from pynamodb.expressions.condition import Comparison, Condition, In
 from pynamodb.expressions.operand import Path, Value
 from pynamodb.expressions.update import Action
 
-from shardmodel._building import build_plan
-from shardmodel._building import instantiate as build_instance
-from shardmodel._canonical import storable_number
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.core.canonical import storable_number
+from shardmodel.engine.building import build_plan
+from shardmodel.engine.building import instantiate as build_instance
 from shardmodel.engine.items import (
     check_logical,
     instance_key_values,

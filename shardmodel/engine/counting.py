@@ -15,8 +15,7 @@ from pynamodb.constants import NUMBER
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from shardmodel._canonical import storable_number
-from shardmodel.counter_reads import CounterScan, check_index_read, summed_filter
+from shardmodel.core.canonical import storable_number
 from shardmodel.counters import (
     TOTAL_PREFIX,
     TokenWindow,
@@ -27,6 +26,7 @@ from shardmodel.counters import (
     token_shard,
 )
 from shardmodel.engine.codec import check_counters_unchanged, home_key, physical_condition
+from shardmodel.engine.counter_reads import CounterScan, check_index_read, summed_filter
 from shardmodel.engine.items import (
     check_logical,
     key_values,
@@ -84,7 +84,7 @@ def add(
     model: type[Any], hash_key: Any, range_key: Any, token: str | None, increments: dict[str, Any]
 ) -> None:
     """Add to counters of one logical item: one ``UpdateItem ADD`` on one shard."""
-    from shardmodel.dynamic.growth import write_counter_growing
+    from shardmodel.engine.growth import write_counter_growing
 
     engine = sharding_of(model)
     spec = engine.spec

@@ -8,9 +8,9 @@ from typing import Any
 
 from pynamodb.expressions.condition import Condition
 
-from shardmodel._conditions import check_filter, check_paging
-from shardmodel.counter_reads import check_countable, check_index_read
+from shardmodel.engine.counter_reads import check_countable, check_index_read
 from shardmodel.engine.items import check_logical, sharded
+from shardmodel.engine.merge import count_shards
 from shardmodel.engine.query_plan import (
     parallelism_of,
     query_groups,
@@ -19,8 +19,8 @@ from shardmodel.engine.query_plan import (
     query_sharding,
 )
 from shardmodel.engine.sharding import sharding_of
-from shardmodel.query import count_shards
-from shardmodel.strategies import TimeBounds
+from shardmodel.expressions.conditions import check_filter, check_paging
+from shardmodel.keyspace.strategies import TimeBounds
 
 __all__ = ["count"]
 

@@ -96,10 +96,10 @@ class SyncExecutor:
         each shard's copy differs in its key, start key and limit. The botocore client is
         built here, in the caller's thread: PynamoDB builds it lazily without a lock, so
         many cold worker threads would each build one. Its Query responses are parsed by
-        :mod:`shardmodel.fastparse` (same result, less CPU).
+        :mod:`shardmodel.lean.fastparse` (same result, less CPU).
         """
-        from shardmodel.fastparse import install
         from shardmodel.lean import table_connection
+        from shardmodel.lean.fastparse import install
         from shardmodel.lean.prepared import PreparedQuery
 
         install(self.connection().connection.client)

@@ -12,11 +12,11 @@ from typing import Any
 
 from pynamodb.attributes import Attribute
 
-from shardmodel._canonical import canonical_value
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.core.canonical import canonical_value
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
-from shardmodel.strategies import KeyValues, ShardCount
+from shardmodel.keyspace.strategies import KeyValues, ShardCount
 
 __all__ = [
     "check_logical",

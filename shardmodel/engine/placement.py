@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from attrs import evolve, field, frozen
 
 from shardmodel.errors import UnknownShardError
-from shardmodel.keys import KeyLayout, PhysicalKey
+from shardmodel.keyspace.dynamic import DynamicShards
+from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
+from shardmodel.keyspace.strategies import KeyValues, Segment, ShardCount, TimeBounds
 from shardmodel.request_bound import check_fan_out
-from shardmodel.strategies import DynamicShards, KeyValues, Segment, ShardCount, TimeBounds
 
 if TYPE_CHECKING:
     from shardmodel.keyspace.phases import ActiveMigration

@@ -2,7 +2,7 @@
 
 :func:`query` takes the placement, has the query planned
 (:func:`~shardmodel.engine.query_plan.plan_query`), then merges the executor's pages
-(:class:`~shardmodel.query.MergedQuery`), collapsing an item's copies or summing a
+(:class:`~shardmodel.engine.merge.MergedQuery`), collapsing an item's copies or summing a
 counter item's shares where the plan says so.
 """
 
@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 
 from pynamodb.expressions.condition import Condition
 
-from shardmodel.counter_reads import check_index_read, summed_filter
-from shardmodel.cursor import Cursor, encode_cursor
 from shardmodel.engine.copies import index_copies
+from shardmodel.engine.counter_reads import check_index_read, summed_filter
+from shardmodel.engine.cursor import Cursor, encode_cursor
+from shardmodel.engine.grouping import GroupedQuery
 from shardmodel.engine.items import key_text, sharded
+from shardmodel.engine.merge import MergedQuery, dynamodb_sort_key
 from shardmodel.engine.placement import Placement
 from shardmodel.engine.query_plan import (
     QueryPlan,
@@ -30,8 +32,7 @@ from shardmodel.engine.query_plan import (
 from shardmodel.engine.reads import merge_shares
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
-from shardmodel.query import GroupedQuery, MergedQuery, dynamodb_sort_key
-from shardmodel.strategies import TimeBounds
+from shardmodel.keyspace.strategies import TimeBounds
 
 __all__ = ["query", "run_query"]
 

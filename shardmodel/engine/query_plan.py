@@ -16,18 +16,24 @@ from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
-from shardmodel._conditions import bounds_of, check_filter, check_key_condition, check_paging
 from shardmodel.attributes import ShardedKeyAttribute
-from shardmodel.cursor import Cursor, decode_cursor
+from shardmodel.engine.cursor import Cursor, decode_cursor
 from shardmodel.engine.items import check_logical, key_values, python_name, sharded, with_keys
+from shardmodel.engine.merge import QueryIdentity
 from shardmodel.engine.placement import Placement
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import CursorError, ShardKeyError
-from shardmodel.keys import PhysicalKey
+from shardmodel.expressions.conditions import (
+    bounds_of,
+    check_filter,
+    check_key_condition,
+    check_paging,
+)
+from shardmodel.keyspace.keys import PhysicalKey
 from shardmodel.keyspace.phases import COPY_MARKER
-from shardmodel.query import QueryIdentity
+from shardmodel.keyspace.strategies import ShardCount, TimeBounds
+from shardmodel.keyspace.time_buckets import TimeBuckets
 from shardmodel.request_bound import request_bound
-from shardmodel.strategies import ShardCount, TimeBounds, TimeBuckets
 
 __all__ = [
     "QueryPlan",
@@ -279,7 +285,7 @@ def plan_query(
     projection = with_keys(model, attributes_to_get, key_names)
     counters = bool(spec.counters) and table
     # a counter model's filter must see summed items: applied after summing, on whole
-    # items, and the projection after it (shardmodel.filters)
+    # items, and the projection after it (shardmodel.expressions.filters)
     local_filter = filter_condition if counters else None
     fetch = {
         "range_key_condition": range_key_condition,

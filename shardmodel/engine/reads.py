@@ -24,7 +24,7 @@ from shardmodel.engine.items import (
 )
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import DuplicateItemError, UnsupportedOperationError
-from shardmodel.keys import PhysicalKey
+from shardmodel.keyspace.keys import PhysicalKey
 from shardmodel.keyspace.phases import COPY_MARKER
 from shardmodel.request_bound import request_bound
 

@@ -19,11 +19,11 @@ from shardmodel.engine.executor import SyncExecutor
 from shardmodel.engine.placement import Placement
 from shardmodel.engine.spec import ShardingSpec
 from shardmodel.errors import ShardConfigurationError
-from shardmodel.strategies import ShardCount
+from shardmodel.keyspace.strategies import ShardCount
 
 if TYPE_CHECKING:
     from shardmodel.attributes import ShardedKeyAttribute
-    from shardmodel.directory import ShardDirectory
+    from shardmodel.dynamic.directory import ShardDirectory
     from shardmodel.keyspace.phases import ActiveMigration
     from shardmodel.throttles import CloudWatchCapacity
 

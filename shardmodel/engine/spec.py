@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from shardmodel.keys import KeyLayout
-from shardmodel.strategies import DynamicShards
+from shardmodel.keyspace.dynamic import DynamicShards
+from shardmodel.keyspace.keys import KeyLayout
 
 if TYPE_CHECKING:
     from shardmodel.attributes import ShardedKeyAttribute

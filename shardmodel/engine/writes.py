@@ -51,8 +51,8 @@ def save(
 
     ``plain`` is PynamoDB's own ``save``.
     """
-    from shardmodel.dynamic.growth import save_growing
     from shardmodel.engine.counting import save_other_attributes
+    from shardmodel.engine.growth import save_growing
 
     engine = sharding_of(type(item))
     with engine.operation():

@@ -28,8 +28,8 @@ from typing import Literal
 from attrs import evolve, frozen
 
 from shardmodel.errors import ShardConfigurationError, UnknownShardError
-from shardmodel.keys import KeyLayout, PhysicalKey
-from shardmodel.strategies import HashShards, KeyValues, RandomShards, Segment
+from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
+from shardmodel.keyspace.strategies import HashShards, KeyValues, RandomShards, Segment
 
 __all__ = [
     "COPY_MARKER",

@@ -10,7 +10,7 @@ test, PynamoDB or a user registered there still runs):
 2. per attempt: sign (:mod:`~shardmodel.lean.sigv4`), emit ``before-send`` with a
    botocore ``AWSPreparedRequest`` (a handler may answer it, as in-process moto and the
    capacity simulator do, or raise), else send it (:mod:`~shardmodel.lean.http`);
-3. parse: a 2xx body by :func:`shardmodel.fastparse.parse_body`, anything else by the
+3. parse: a 2xx body by :func:`shardmodel.lean.fastparse.parse_body`, anything else by the
    client's own botocore parser (errors keep botocore's codes, messages and modeled
    fields such as ``ThrottlingReasons``);
 4. ``response-received``, then ``needs-retry``: botocore's own retry handler (standard
@@ -37,7 +37,7 @@ import json
 import time
 from typing import Any
 
-from shardmodel.fastparse import parse_body
+from shardmodel.lean.fastparse import parse_body
 from shardmodel.lean.hooks import Hooks
 from shardmodel.lean.http import HttpPool
 from shardmodel.lean.sigv4 import Signer

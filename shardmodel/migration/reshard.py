@@ -8,14 +8,14 @@ from collections.abc import Callable, Iterator
 from attrs import evolve, frozen
 from pynamodb.models import Model
 
-from shardmodel._time import Clock, SystemClock
+from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.phases import PHASES, MigrationState, Phase, numbered_position, shard_count
+from shardmodel.keyspace.strategies import MAX_SHARDS, RandomShards
 from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.rules import ReshardWatch, check_reshardable
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
-from shardmodel.strategies import MAX_SHARDS, RandomShards
 
 __all__ = ["Estimate", "Reshard"]
 

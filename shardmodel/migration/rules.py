@@ -18,10 +18,10 @@ from pynamodb.constants import ALL
 from pynamodb.indexes import LocalSecondaryIndex
 from pynamodb.models import Model
 
-from shardmodel._time import Clock, SystemClock
+from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardConfigurationError
-from shardmodel.keys import KeyLayout
+from shardmodel.keyspace.keys import KeyLayout
 from shardmodel.keyspace.phases import (
     ActiveMigration,
     MigrationState,
@@ -30,8 +30,8 @@ from shardmodel.keyspace.phases import (
     resized_layout,
     shard_count,
 )
+from shardmodel.keyspace.strategies import RandomShards
 from shardmodel.migration.state import MigrationStore
-from shardmodel.strategies import RandomShards
 
 __all__ = ["ReshardWatch", "check_reshardable", "follow", "unfollow"]
 

@@ -17,9 +17,9 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import GetError, PutError, TableDoesNotExist
 from pynamodb.models import Model
 
+from shardmodel.dynamic.metadata import MIRRORED_META
 from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.phases import PHASES, MigrationState, Phase
-from shardmodel.metadata import MIRRORED_META
 from shardmodel.retry import is_condition_failure
 
 __all__ = [

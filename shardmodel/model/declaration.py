@@ -16,14 +16,16 @@ from pynamodb.models import MetaModel
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.counters import CounterAttribute
-from shardmodel.directory import ShardDirectory
+from shardmodel.dynamic.directory import ShardDirectory
 from shardmodel.engine.items import python_name
 from shardmodel.engine.sharding import ENGINE, Sharding
 from shardmodel.engine.spec import ShardingSpec
 from shardmodel.errors import ShardConfigurationError
-from shardmodel.keys import KeyLayout
-from shardmodel.ordered import NormalizedAttribute, OrderedShards
-from shardmodel.strategies import DynamicShards, KeyValues, TimeBuckets
+from shardmodel.keyspace.dynamic import DynamicShards
+from shardmodel.keyspace.keys import KeyLayout
+from shardmodel.keyspace.ordered import NormalizedAttribute, OrderedShards
+from shardmodel.keyspace.strategies import KeyValues
+from shardmodel.keyspace.time_buckets import TimeBuckets
 
 __all__ = ["MAX_DEFAULT_POOL", "ShardedModelMeta"]
 

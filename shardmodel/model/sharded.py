@@ -14,13 +14,13 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 
+from shardmodel.dynamic.metadata import ShardMetadata
 from shardmodel.engine import codec, counting, counts, queries, reads, writes
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardModelError, UnsupportedOperationError
-from shardmodel.metadata import ShardMetadata
+from shardmodel.keyspace.strategies import TimeBounds
 from shardmodel.model.declaration import ShardedModelMeta
-from shardmodel.strategies import TimeBounds
 
 __all__ = ["ShardedBatchWrite", "ShardedModel"]
 
@@ -415,7 +415,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     @classmethod
     def create_table(cls, *args: Any, **kwargs: Any) -> Any:
         """Create the table and, for a dynamic key, its metadata table (on-demand)."""
-        from shardmodel.dynamic.growth import create_metadata_table
+        from shardmodel.engine.growth import create_metadata_table
 
         result = super().create_table(*args, **kwargs)
         create_metadata_table(cls, wait=bool(kwargs.get("wait", False)))
@@ -424,7 +424,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     @classmethod
     def delete_table(cls, *, wait: bool = False) -> Any:
         """Delete the table and, for a dynamic key, its metadata table."""
-        from shardmodel.dynamic.growth import delete_metadata_table
+        from shardmodel.engine.growth import delete_metadata_table
 
         result = super().delete_table(wait=wait)
         delete_metadata_table(cls)
@@ -433,7 +433,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     @classmethod
     def shard_metadata(cls, hash_key: str) -> ShardMetadata | None:
         """A dynamic key's metadata item, read strongly consistent (None: never written)."""
-        from shardmodel.dynamic.growth import shard_metadata
+        from shardmodel.engine.growth import shard_metadata
 
         return shard_metadata(cls, hash_key)
 
@@ -443,7 +443,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
 
         Scans the metadata table (one item per key ever written).
         """
-        from shardmodel.dynamic.growth import grown_keys
+        from shardmodel.engine.growth import grown_keys
 
         return grown_keys(cls, min_shards)
 
@@ -454,7 +454,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         The same conditional update and history entry as a growth on throttling; a no-op
         when the key already has ``to`` shards.
         """
-        from shardmodel.dynamic.growth import grow_shards
+        from shardmodel.engine.growth import grow_shards
 
         return grow_shards(cls, hash_key, to)
 
@@ -465,7 +465,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         Reads keep reading every shard the key had until :meth:`compact_shards` has moved
         the retired shards' items into the live ones, so no item is hidden meanwhile.
         """
-        from shardmodel.dynamic.growth import shrink_shards
+        from shardmodel.engine.growth import shrink_shards
 
         return shrink_shards(cls, hash_key, count)
 
@@ -480,6 +480,6 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         copies and return one; an item updated in place meanwhile is copied again. Once
         the retired shards are empty the history is pruned and reads stop touching them.
         """
-        from shardmodel.dynamic.compaction import compact_shards
+        from shardmodel.engine.compaction import compact_shards
 
         return compact_shards(cls, hash_key, grace)

@@ -19,8 +19,8 @@ from typing import Any
 
 from attrs import frozen
 
-from shardmodel._time import Clock, SystemClock
 from shardmodel.capacity import PARTITION_WCU
+from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardKeyError
 from shardmodel.sizing import item_size, write_units

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from attrs import frozen
 
-from shardmodel._time import Clock, SystemClock
+from shardmodel.core.times import Clock, SystemClock
 from shardmodel.ops.report import Side, provisioned_units
 from shardmodel.retry import _code
 from shardmodel.throttles import ThrottleScope, throttling_reasons

@@ -92,7 +92,7 @@ class ThrottleReport:
 
     def render(self) -> str:
         """An operator's table of the rows, and a verdict line."""
-        from shardmodel._terminal import table
+        from shardmodel.core.terminal import table
 
         rows = [
             [

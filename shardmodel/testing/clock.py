@@ -6,7 +6,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from shardmodel._time import Clock
+from shardmodel.core.times import Clock
 
 __all__ = ["Clock", "SimulatedClock"]
 

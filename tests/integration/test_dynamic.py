@@ -14,9 +14,9 @@ import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import DynamicShards, ShardedKeyAttribute, ShardedModel, UnsupportedOperationError
-from shardmodel.directory import ShardDirectory
+from shardmodel.dynamic.directory import ShardDirectory
+from shardmodel.dynamic.metadata import HistoryEntry, ShardMetadata
 from shardmodel.engine import sharding_of
-from shardmodel.metadata import HistoryEntry, ShardMetadata
 from shardmodel.testing import bind_models, create_tables, drop_tables
 from tests.models import DYNAMIC_CHANGES, DynamicEvent, DynamicViews
 from tests.support import raw_items, run_threads

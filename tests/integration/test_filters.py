@@ -1,4 +1,4 @@
-"""shardmodel.filters selects what each server's own filter selects (moto and dynalite)."""
+"""The client-side filter selects what each server's own filter selects (moto and dynalite)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from pynamodb.exceptions import AttributeDeserializationError
 from pynamodb.models import Model
 
 from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
-from shardmodel._building import build_plan, number
+from shardmodel.engine.building import build_plan, number
 from shardmodel.engine.codec import logical_raw
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from shardmodel import __version__
-from shardmodel._terminal import progress, table
 from shardmodel.cli import main
+from shardmodel.core.terminal import progress, table
 from shardmodel.demo import HOT_KEY, run_demo
 from shardmodel.testing import free_port
 

@@ -28,8 +28,8 @@ from shardmodel import (
     ShardMetadataError,
     TimeBuckets,
 )
-from shardmodel._canonical import canonical_number
-from shardmodel.cursor import _sign
+from shardmodel.core.canonical import canonical_number
+from shardmodel.engine.cursor import _sign
 from shardmodel.request_bound import DEFAULT_MAX_REQUESTS
 from tests.models import DailyEvent, DynamicEvent, HashedEvent, RandomEvent
 from tests.support import stored_keys

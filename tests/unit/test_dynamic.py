@@ -106,7 +106,7 @@ def test_dynamic_index_keys_and_doubled_strategies_are_refused() -> None:
 
 
 def test_a_dynamic_strategy_outside_a_model_says_how_to_use_it() -> None:
-    from shardmodel.strategies import KeyValues
+    from shardmodel.keyspace.strategies import KeyValues
 
     with pytest.raises(ShardConfigurationError, match="read through its model"):
         DynamicShards().candidates(KeyValues("k", {}, {}))

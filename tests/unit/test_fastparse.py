@@ -1,4 +1,4 @@
-"""shardmodel.fastparse gives exactly what botocore's parser gives, or lets botocore parse.
+"""shardmodel.lean.fastparse gives exactly what botocore's parser gives, or lets botocore parse.
 
 Two botocore clients get the same canned HTTP responses (a ``before-send`` handler
 answers instead of the network): one with the fast parser installed, one without. Their

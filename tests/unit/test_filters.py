@@ -1,11 +1,11 @@
-"""shardmodel.filters selects what moto's own filter selects, for every attribute type."""
+"""The client-side filter selects what moto's own filter selects, for every attribute type."""
 
 from __future__ import annotations
 
 import pytest
 
 from shardmodel import UnsupportedOperationError
-from shardmodel.filters import matches
+from shardmodel.expressions.filters import matches
 from tests.filter_cases import Doc, check_filters
 
 pytestmark = pytest.mark.usefixtures("tables")

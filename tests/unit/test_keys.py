@@ -16,7 +16,7 @@ from shardmodel import (
     ShardKeyError,
     TimeBuckets,
 )
-from shardmodel.strategies import KeyValues
+from shardmodel.keyspace.strategies import KeyValues
 
 UTC = timezone.utc
 

@@ -834,8 +834,8 @@ orjson = pytest.importorskip("orjson")
     units=st.floats(allow_nan=False, allow_infinity=False),
 )
 def test_orjson_decodes_what_json_decodes(items: list[Any], count: int, units: float) -> None:
-    from shardmodel.fastparse import parse_body
     from shardmodel.lean.client import _loads
+    from shardmodel.lean.fastparse import parse_body
 
     shape = _offline_lean()._models["Query"].output_shape
     document = {

@@ -749,7 +749,7 @@ def test_a_new_random_shard_has_no_other_old_key_when_growing() -> None:
     32 -> 16, retired shard 28 moves to 12 (a 28 -> 12 mirror when growing left a second
     copy at 12 that outlived the migration)."""
     from shardmodel.keyspace.phases import key_in, resized_layout
-    from shardmodel.strategies import KeyValues
+    from shardmodel.keyspace.strategies import KeyValues
 
     declared = sharding_of(Click).key().layout
     sixteen = resized_layout("Click", declared, 16)

@@ -22,9 +22,9 @@ from shardmodel import (
     TimeBuckets,
     UnsupportedOperationError,
 )
-from shardmodel._conditions import Prefix, bounds_of
-from shardmodel.ordered import default_normalize, normalized, prefix_end
-from shardmodel.strategies import KeyValues
+from shardmodel.expressions.conditions import Prefix, bounds_of
+from shardmodel.keyspace.ordered import default_normalize, normalized, prefix_end
+from shardmodel.keyspace.strategies import KeyValues
 from shardmodel.testing.titles import generate_titles
 from tests.models import IndexedAlbum, OrderedAlbum
 

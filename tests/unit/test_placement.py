@@ -27,8 +27,9 @@ from shardmodel import (
 )
 from shardmodel.engine import Copy, Placement
 from shardmodel.engine.query_plan import plan_query
+from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.phases import ActiveMigration, MigrationState, Phase
-from shardmodel.strategies import DynamicShards, KeyValues
+from shardmodel.keyspace.strategies import KeyValues
 from tests.models import DailyEvent, DynamicEvent, HashedEvent, RandomEvent
 
 

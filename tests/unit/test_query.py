@@ -291,7 +291,7 @@ def test_sort_keys_follow_dynamodb_order() -> None:
     """Numbers order numerically (ints, decimals, exponents, 38 digits); strings by bytes."""
     from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-    from shardmodel.query import dynamodb_sort_key
+    from shardmodel.engine.merge import dynamodb_sort_key
 
     number = NumberAttribute(attr_name="n")
     values = ["5", "-3", "10", "2.5", "1e3", "007", "-0.5", "1" * 38, "99999999999999999999.5"]

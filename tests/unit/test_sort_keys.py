@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pynamodb.attributes import NumberAttribute
 
-from shardmodel.query import _DESCENDING, dynamodb_sort_key
+from shardmodel.engine.merge import _DESCENDING, dynamodb_sort_key
 
 #: Every form DynamoDB accepts for a number, with 38 significant digits at the edges.
 NUMBERS = st.one_of(

@@ -8,7 +8,7 @@ from queue import SimpleQueue
 
 import pytest
 
-from shardmodel._workers import Task, Workers
+from shardmodel.core.workers import Task, Workers
 
 
 def test_tasks_run_and_come_back_with_their_tag() -> None:

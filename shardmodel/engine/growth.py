@@ -14,14 +14,14 @@ from typing import Any, TypeVar
 
 from pynamodb.exceptions import PynamoDBException
 
-from shardmodel.directory import ShardDirectory
+from shardmodel.dynamic.directory import ShardDirectory
+from shardmodel.dynamic.metadata import ShardMetadata
 from shardmodel.engine.items import check_logical, key_values, range_values, sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
-from shardmodel.metadata import ShardMetadata
+from shardmodel.keyspace.strategies import ShardCount
 from shardmodel.request_bound import request_bound
 from shardmodel.retry import Backoff, attempt_log, surely_unapplied, watch_attempts
-from shardmodel.strategies import ShardCount
 from shardmodel.throttles import CloudWatchCapacity, ThrottleScope, throttle_scope
 
 __all__ = [

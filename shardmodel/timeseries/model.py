@@ -1,252 +1,37 @@
-"""Time series in the hybrid bucket layout: no entity in the partition key.
-
-The public time-series guides' production layout writes one reading of entity ``E`` at
-time ``t`` under::
-
-    PK = "{md5(E) % N}#{bucket of t}"          7#2023-10-27T15
-    SK = "{E}#{t in UTC, microseconds, Z}"     sensor-alpha-001#2023-10-27T15:04:05.123456Z
-
-Writes of many entities spread over ``N`` partitions per bucket; one entity's bucket is
-one partition, read with a sort key range that starts with ``E#``. Here the partition
-key is declared as strategy segments (:class:`BucketKeyAttribute`), the sort key as
-entity plus time (:class:`SeriesKeyAttribute`); a :class:`TimeSeriesModel` fills both
-from plain attributes on save, fills the entity and time back from the sort key on load,
-and reads "entity E between t0 and t1" as one query per covered bucket, merged in time
-order (:meth:`TimeSeriesModel.query_series`, :meth:`TimeSeriesModel.latest`).
-"""
+"""TimeSeriesModel: readings in the hybrid bucket layout, and their range reads."""
 
 from __future__ import annotations
 
-import hashlib
-import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
-from attrs import frozen
-from pynamodb.attributes import Attribute, UnicodeAttribute
+from pynamodb.attributes import Attribute
 from pynamodb.constants import STRING
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
-from shardmodel._conditions import named_paths
-from shardmodel._time import to_utc
-from shardmodel.cursor import encode_cursor
-from shardmodel.engine import Placement, sharding_of
+from shardmodel.core.times import to_utc
+from shardmodel.engine import sharding_of
+from shardmodel.engine.cursor import encode_cursor
 from shardmodel.engine.items import with_keys
+from shardmodel.engine.merge import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
-from shardmodel.keys import KeyLayout
+from shardmodel.expressions.conditions import named_paths
 from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.sharded import ShardedModel
-from shardmodel.query import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.request_bound import check_fan_out, request_bound
-from shardmodel.strategies import KeyValues, Segment, ShardStrategy
-
-__all__ = [
-    "BucketKeyAttribute",
-    "SeriesKeyAttribute",
-    "SeriesTimeAttribute",
-    "TimeSeriesModel",
-    "herd_offset",
-    "series_time_text",
-]
-
-#: DynamoDB's limit on a sort key value, in UTF-8 bytes.
-MAX_SORT_KEY_BYTES = 1024
-
-#: Characters a series time text holds: a separator must use none of them.
-_TIME_CHARACTERS = frozenset("0123456789-:.TZ")
-
-#: Deterministic strategies ignore the random source a pick is given.
-_UNUSED_RNG = random.Random(0)
-
-#: A time whose text is as long as any: the sort key length check uses it.
-_WIDEST_TIME = datetime(2000, 1, 1, tzinfo=timezone.utc)
+from shardmodel.timeseries.keys import (
+    TIME_CHARACTERS,
+    BucketKeyAttribute,
+    SeriesKeyAttribute,
+    SeriesLayout,
+    SeriesTimeAttribute,
+)
 
 _S = TypeVar("_S", bound="TimeSeriesModel")
 _RawItem = dict[str, dict[str, Any]]
-
-
-def series_time_text(moment: datetime) -> str:
-    """A time as a sort key stores it: UTC, always six fraction digits, and ``Z``.
-
-    Fixed width (``2023-10-27T15:04:05.123456Z``), so the text sorts as the time does.
-    """
-    utc = moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return utc.isoformat(timespec="microseconds") + "Z"
-
-
-class SeriesTimeAttribute(Attribute[datetime]):
-    """The time of a reading: an aware UTC ``datetime`` on every loaded item.
-
-    A save accepts an aware ``datetime``, an ISO 8601 string with an offset
-    (``"2023-10-27T17:04:05+02:00"``) or epoch seconds, and normalizes it to UTC: the
-    instance then holds the UTC ``datetime`` and the sort key the ``...Z`` text. The time
-    lives in the sort key only (see :class:`SeriesKeyAttribute`), not as an attribute.
-    """
-
-    attr_type = STRING
-
-    def serialize(self, value: Any) -> str:
-        return series_time_text(to_utc(self.attr_name, value))
-
-    def deserialize(self, value: Any) -> datetime:
-        return to_utc(self.attr_name, value)
-
-
-class BucketKeyAttribute(UnicodeAttribute):
-    """A partition key made only of strategy segments: ``7#2023-10-27T15``.
-
-    Args:
-        hash_key: True (the table's partition key).
-        strategy: deterministic strategies, left to right, reading the entity and time
-            attributes named on the :class:`SeriesKeyAttribute`; the guides' layout is
-            ``[HashShards(N, on="sensor_id"), TimeBuckets("timestamp", "hour")]``.
-        separator: the string between segments (default ``#``).
-        first_shard: the number written for shard 0 (default 0).
-        attr_name: the attribute's name in the table, e.g. ``"PK"``.
-    """
-
-    def __init__(
-        self,
-        hash_key: bool = True,
-        *,
-        strategy: ShardStrategy | Sequence[ShardStrategy],
-        separator: str = "#",
-        first_shard: int = 0,
-        attr_name: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(hash_key=hash_key, attr_name=attr_name, **kwargs)
-        self.layout = KeyLayout(
-            strategies=strategy, separator=separator, first_shard=first_shard, placement="segments"
-        )
-
-    def compose(self, segments: Sequence[Segment]) -> str:
-        """The partition key of these segments."""
-        return self.layout.join("", segments)
-
-
-class SeriesKeyAttribute(UnicodeAttribute):
-    """A sort key made of the entity and the time: ``sensor-alpha-001#2023-10-27T15:04:05.123456Z``.
-
-    Args:
-        range_key: True (the table's sort key).
-        entity: the name of the entity attribute (a ``UnicodeAttribute``); its value may
-            not contain ``separator``.
-        time: the name of the time attribute (a :class:`SeriesTimeAttribute`).
-        separator: the string between entity and time (default ``#``).
-        attr_name: the attribute's name in the table, e.g. ``"SK"``.
-    """
-
-    def __init__(
-        self,
-        range_key: bool = True,
-        *,
-        entity: str,
-        time: str,
-        separator: str = "#",
-        attr_name: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(range_key=range_key, attr_name=attr_name, **kwargs)
-        self.entity = entity
-        self.time = time
-        self.separator = separator
-
-    def compose(self, entity: str, moment: datetime) -> str:
-        """The sort key of one reading."""
-        return f"{entity}{self.separator}{series_time_text(moment)}"
-
-
-@frozen
-class SeriesLayout:
-    """A time-series model's checked declaration: which attribute holds what.
-
-    Attributes:
-        keys: the partition key and sort key attributes.
-        partition_name: the partition key's python name.
-        sort_name: the sort key's python name.
-    """
-
-    # kept in a tuple: an Attribute held bare acts as a descriptor to type checkers
-    keys: tuple[BucketKeyAttribute, SeriesKeyAttribute]
-    partition_name: str
-    sort_name: str
-
-    def pk(self) -> BucketKeyAttribute:
-        """The partition key attribute."""
-        return self.keys[0]
-
-    def sk(self) -> SeriesKeyAttribute:
-        """The sort key attribute."""
-        return self.keys[1]
-
-    @property
-    def entity(self) -> str:
-        return self.sk().entity
-
-    @property
-    def time(self) -> str:
-        return self.sk().time
-
-    def check_entity(self, value: Any, where: str) -> str:
-        """The entity, or a :class:`ShardKeyError` naming the fix."""
-        if not isinstance(value, str):
-            raise ShardKeyError(
-                f"{where}: the entity must be a str, got {type(value).__name__} {value!r}; "
-                f"pass str({value!r})"
-            )
-        if not value:
-            raise ShardKeyError(f"{where}: the entity is empty; give it a value")
-        separator = self.sk().separator
-        if separator in value:
-            raise ShardKeyError(
-                f"{where}: entity {value[:40]!r} contains the sort key separator "
-                f"{separator!r}, so its readings could not be told from another entity's; "
-                f"use an id without {separator!r} or another separator on SeriesKeyAttribute"
-            )
-        size = len(self.sk().compose(value, _WIDEST_TIME).encode("utf-8"))
-        if size > MAX_SORT_KEY_BYTES:
-            raise ShardKeyError(
-                f"{where}: entity {value[:40]!r}... makes sort keys of {size} bytes, over "
-                f"DynamoDB's {MAX_SORT_KEY_BYTES}-byte limit; shorten it by "
-                f"{size - MAX_SORT_KEY_BYTES} bytes"
-            )
-        return value
-
-    def key_values(self, entity: str, moment: datetime | None) -> KeyValues:
-        """What the partition key's strategies see of one entity (and time, when known)."""
-        values: dict[str, Any] = {self.entity: entity}
-        canonical = {self.entity: entity}
-        if moment is not None:
-            values[self.time] = moment
-            canonical[self.time] = series_time_text(moment)
-        return KeyValues(logical_key=entity, values=values, canonical=canonical)
-
-    def partition_key(self, entity: str, moment: datetime) -> str:
-        key = self.key_values(entity, moment)
-        return self.pk().compose([s.pick(key, _UNUSED_RNG) for s in self.pk().layout.strategies])
-
-    def partitions(
-        self, entity: str, low: datetime, high: datetime, *, what: str, bound: int
-    ) -> list[list[str]]:
-        """The partitions holding ``entity``'s readings from ``low`` to ``high``, by bucket.
-
-        One list per bucket (per combination of ordered segments), in time order; the
-        placement of the partition key's layout works them out.
-
-        Raises:
-            FanOutLimitError: more partitions than ``bound``, before any request.
-        """
-        return Placement(self.pk().layout).partitions(
-            self.key_values(entity, None),
-            what=what,
-            bound=bound,
-            bounds={self.time: (low, high)},
-            sort_name=self.time,
-        )
 
 
 def _chunks(buckets: list[list[str]], width: int) -> list[list[str]]:
@@ -313,7 +98,7 @@ def _configure(cls: Any) -> SeriesLayout | None:
             f"{model}: SeriesKeyAttribute(separator={sort.separator!r}): give a non-empty "
             "string such as '#'"
         )
-    clash = sorted(set(sort.separator) & _TIME_CHARACTERS)
+    clash = sorted(set(sort.separator) & TIME_CHARACTERS)
     if clash:
         raise ShardConfigurationError(
             f"{model}: SeriesKeyAttribute(separator={sort.separator!r}) contains "
@@ -675,18 +460,3 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         moment = datetime.now(timezone.utc) if now is None else to_utc("latest(now)", now)
         start = moment.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
         return cls.query_series(entity, start, moment, **options)
-
-
-def herd_offset(entity: str, window: float) -> float:
-    """Seconds, in ``[0, window)``, by which ``entity``'s writer delays each bucket's report.
-
-    When every writer reports at the top of the hour, the new bucket's partitions (and
-    the table) take the whole fleet's writes in one second. Delaying each writer by an
-    offset derived from its entity (md5 of the id, scaled to the window) spreads the
-    burst evenly over ``window`` seconds; the offset is stable, so a writer keeps its
-    cadence, and readings keep their true time. See the time-series docs for numbers.
-    """
-    if isinstance(window, bool) or not isinstance(window, int | float) or window < 0:
-        raise ValueError(f"herd_offset(window={window!r}): give seconds, 0 or more")
-    digest = hashlib.md5(entity.encode("utf-8"), usedforsecurity=False).digest()
-    return window * int.from_bytes(digest, "big") / 2**128

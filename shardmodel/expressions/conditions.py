@@ -16,7 +16,7 @@ from shardmodel.errors import QueryValidationError
 
 class Prefix(str):
     """The lower bound of ``begins_with(prefix)``: every match also sorts below the end
-    of the prefix's range (see :func:`shardmodel.ordered.prefix_end`)."""
+    of the prefix's range (see :func:`shardmodel.keyspace.ordered.prefix_end`)."""
 
     __slots__ = ()
 

@@ -14,10 +14,11 @@ from typing import Any
 from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.models import Model
 
+from shardmodel.dynamic.metadata import MIRRORED_META, HistoryEntry, ShardMetadata, metadata_model
 from shardmodel.errors import ShardKeyError
-from shardmodel.metadata import MIRRORED_META, HistoryEntry, ShardMetadata, metadata_model
+from shardmodel.keyspace.dynamic import DynamicShards, ShardChange
+from shardmodel.keyspace.strategies import ONE_SHARD, ShardCount
 from shardmodel.retry import is_condition_failure
-from shardmodel.strategies import ONE_SHARD, DynamicShards, ShardChange, ShardCount
 
 __all__ = ["ShardDirectory"]
 
@@ -30,7 +31,7 @@ class ShardDirectory:
     Args:
         model: the main model.
         hash_name: the main table's partition key name.
-        settings: the key's :class:`~shardmodel.strategies.DynamicShards`.
+        settings: the key's :class:`~shardmodel.keyspace.strategies.DynamicShards`.
     """
 
     def __init__(self, model: type[Model], hash_name: str, settings: DynamicShards) -> None:

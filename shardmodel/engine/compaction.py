@@ -14,7 +14,7 @@ from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path, Value
 
-from shardmodel.dynamic.growth import directory_of
+from shardmodel.engine.growth import directory_of
 from shardmodel.engine.items import check_logical, sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError

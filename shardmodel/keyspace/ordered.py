@@ -34,16 +34,16 @@ from attrs import evolve, field, frozen
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.constants import STRING
 
-from shardmodel._conditions import Prefix
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
-from shardmodel.strategies import (
+from shardmodel.expressions.conditions import Prefix
+from shardmodel.keyspace.strategies import (
     MAX_SHARDS,
     KeyValues,
     Segment,
     TimeBounds,
-    _check_attributes_exist,
-    _check_numbered_separator,
-    _number_bytes,
+    check_attributes_exist,
+    check_numbered_separator,
+    number_bytes,
 )
 
 __all__ = [
@@ -331,16 +331,16 @@ class OrderedShards:
                 "by; pass on='<sort key>' (or evolve a from_sample result: "
                 "attrs.evolve(strategy, on='title_key'))"
             )
-        _check_attributes_exist("OrderedShards(on=...)", model_name, (self.on,), attributes)
+        check_attributes_exist("OrderedShards(on=...)", model_name, (self.on,), attributes)
         if attributes[self.on].attr_type != STRING:
             raise ShardConfigurationError(
                 f"{model_name}: OrderedShards(on={self.on!r}) orders strings, and {self.on!r} "
                 f"is a {type(attributes[self.on]).__name__}; order by a string sort key"
             )
-        _check_numbered_separator("OrderedShards", model_name, separator)
+        check_numbered_separator("OrderedShards", model_name, separator)
 
     def segment_bytes(self, first_shard: int) -> int:
-        return _number_bytes(self.total_shards, first_shard)
+        return number_bytes(self.total_shards, first_shard)
 
     def shard_of(self, value: str) -> int:
         """The shard of a value: ``bisect(boundaries, normalize(value)) - 1``."""

@@ -22,7 +22,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAtt
 from pynamodb.models import Model
 
 from shardmodel.errors import ShardMetadataError
-from shardmodel.strategies import MAX_SHARDS, ShardCount
+from shardmodel.keyspace.strategies import MAX_SHARDS, ShardCount
 
 __all__ = ["HistoryEntry", "ShardMetadata", "metadata_model"]
 

@@ -22,7 +22,7 @@ from typing import Any
 import cattrs
 from attrs import frozen
 
-from shardmodel._canonical import canonical_number
+from shardmodel.core.canonical import canonical_number
 from shardmodel.errors import CursorError
 
 __all__ = ["CURSOR_VERSION", "Cursor", "ShardPosition", "decode_cursor", "encode_cursor"]

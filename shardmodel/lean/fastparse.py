@@ -36,7 +36,7 @@ FAST_OPERATIONS = ("Query", "Scan")
 #: value -> parsed value; None in a converter slot means "returned as decoded"
 _Convert = Callable[[Any], Any]
 
-_UNIQUE_ID = "shardmodel.fastparse"
+_UNIQUE_ID = "shardmodel.lean.fastparse"
 _compiled: weakref.WeakKeyDictionary[Any, _Convert | None] = weakref.WeakKeyDictionary()
 _compile_lock = threading.Lock()
 #: Marks a client whose handlers are registered.

@@ -4,7 +4,7 @@ A counter item is spread over shard items, each holding a share of the counters 
 the home shard the other attributes). ``get``, ``batch_get`` and ``query`` sum them;
 this module makes ``count``, filters and ``scan`` do the same:
 
-* a filter is applied to the summed item on the client (:mod:`shardmodel.filters`),
+* a filter is applied to the summed item on the client (:mod:`shardmodel.expressions.filters`),
   never sent to DynamoDB, which would apply it to each share;
 * ``count(key)`` counts the summed items of a query;
 * ``scan`` reads shard items (keys only), and for each one found reads every shard of
@@ -23,7 +23,7 @@ from pynamodb.expressions.condition import Condition
 from shardmodel.engine.codec import logical_raw
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
-from shardmodel.filters import matches
+from shardmodel.expressions.filters import matches
 
 __all__ = ["CounterScan", "check_countable", "check_index_read", "summed_filter"]
 

@@ -16,7 +16,7 @@ from typing import Literal
 from attrs import field, frozen
 
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
-from shardmodel.strategies import KeyValues, Segment, ShardStrategy
+from shardmodel.keyspace.strategies import KeyValues, Segment, ShardStrategy
 
 __all__ = ["MAX_PARTITION_KEY_BYTES", "KeyLayout", "PhysicalKey", "Placement"]
 

@@ -4,7 +4,8 @@ Per-shard queries run on a process-wide thread pool, each query using at most it
 ``parallelism`` of it. Shards whose segments split the sort
 order (time buckets on the sort key) form groups read one after another; the shards of
 a group are merged lazily with a k-way heap in DynamoDB's sort order. Memory holds at
-most two pages per shard of the active group.
+most two pages per shard of the active group. (Items one logical item keeps under several
+keys are combined above the merge, by :mod:`shardmodel.engine.grouping`.)
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from shardmodel._workers import Task, shared_workers
-from shardmodel.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
+from shardmodel.core.workers import Task, shared_workers
+from shardmodel.engine.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
 __all__ = [
     "DEFAULT_ITEM_BUDGET",
-    "GroupedQuery",
     "MergedQuery",
     "QueryIdentity",
     "count_shards",
@@ -421,83 +421,3 @@ def count_shards(
         tasks = [replies.get() for _ in batch]  # all back before raising: none left working
         total += sum(task.value() for task in tasks)
     return total
-
-
-class GroupedQuery(Generic[_T]):
-    """A merged query whose consecutive items with one sort key form one logical item.
-
-    Counter models keep one item per shard; merged by sort key, a logical item's shard
-    items are adjacent. Each run is combined into one item, ``limit`` counts combined
-    items, and the cursor only ever falls between runs. Items for which ``seen`` is true
-    (returned before a resumed cursor) are skipped, and so are combined items ``keep``
-    rejects (a filter applied after combining).
-    """
-
-    def __init__(
-        self,
-        merged: MergedQuery[_RawItem],
-        same: Callable[[_RawItem, _RawItem], bool],
-        combine: Callable[[list[_RawItem]], _RawItem],
-        build: Callable[[_RawItem], _T],
-        limit: int | None,
-        seen: Callable[[_RawItem], bool] | None = None,
-        keep: Callable[[_RawItem], bool] | None = None,
-    ) -> None:
-        self._merged = merged
-        self._seen = seen
-        self._keep = keep
-        self._same = same
-        self._combine = combine
-        self._build = build
-        self._limit = limit
-        self.total_count = 0
-
-    def __iter__(self) -> Iterator[_T]:
-        return self
-
-    def __next__(self) -> _T:
-        if self._limit is not None and self.total_count >= self._limit:
-            self._merged.close()
-            raise StopIteration
-        while True:
-            combined = self._next_combined()
-            if self._keep is None or self._keep(combined):
-                self.total_count += 1
-                return self._build(combined)
-
-    def _next_combined(self) -> _RawItem:
-        first = next(self._merged)
-        while self._seen is not None and self._seen(first):
-            first = next(self._merged)
-        run = [first]
-        while True:
-            following = self._merged.peek()
-            if following is None or not self._same(first, following):
-                break
-            run.append(next(self._merged))
-        return self._combine(run)
-
-    def close(self) -> None:
-        """Stop the underlying merged query."""
-        self._merged.close()
-
-    @property
-    def last_evaluated_key(self) -> str | None:
-        """The merged query's cursor, which always falls between logical items."""
-        return self._merged.last_evaluated_key
-
-    @property
-    def items_read(self) -> int:
-        return self._merged.items_read
-
-    @property
-    def requests(self) -> int:
-        return self._merged.requests
-
-    @property
-    def consumed_capacity(self) -> float:
-        return self._merged.consumed_capacity
-
-    @property
-    def shard_count(self) -> int:
-        return self._merged.shard_count

@@ -1,0 +1,1 @@
+"""The lowest floor: time, canonical values and the shared worker threads."""

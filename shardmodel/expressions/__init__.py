@@ -1,0 +1,1 @@
+"""Conditions and filters: reading bounds off key conditions, evaluating filters on items."""
