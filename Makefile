@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install demo test unit integration property lint docs doctest examples bench clean
+.PHONY: install demo test unit integration property lint docs doctest examples bench exhaustive clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -43,6 +43,10 @@ examples: $(STAMP)
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit tests/property $(PYTEST_FLAGS)
+
+# every case of the migration interleavings (make test runs three of the five)
+exhaustive: $(STAMP)
+	SHARDMODEL_EXHAUSTIVE=1 $(PY) -m pytest tests/unit/test_phase_interleavings.py $(PYTEST_FLAGS)
 
 integration: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest tests/integration $(PYTEST_FLAGS)

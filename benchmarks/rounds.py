@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 from unittest import mock
 
-from shardmodel import query as query_module
+from shardmodel.engine import merge as query_module
 from shardmodel.engine.merge import MergedQuery, QueryIdentity, first_page_size
 
 SHARDS = 16

@@ -23,7 +23,7 @@ from botocore.parsers import create_parser
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardmodel import fastparse
+from shardmodel.lean import fastparse
 from tests.models import RandomEvent
 
 
