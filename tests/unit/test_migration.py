@@ -390,6 +390,80 @@ def test_the_backfill_never_replaces_a_newer_write_nor_resurrects_a_delete(
     assert len(raw_keys(Reading)) == len(reference)
 
 
+def test_a_delete_inside_moto_s_conditional_write_gap_does_not_come_back(
+    migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete landing between moto's condition check and its write leaves no copy.
+
+    moto looks an item up, evaluates a write's condition on it, then stores, with no lock
+    between (tests/integration/test_migration.py's
+    test_moto_conditional_writes_are_not_atomic). Here the application deletes an item
+    inside that gap of the backfill's create-if-absent copy, or of its
+    remove-the-marker-if-still-mine update. The copy protocol still ends with no copy of
+    it, and no read returns it: this moto behaviour does not bring a deleted item back.
+    """
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    clock = migration_tables
+    old, new = HashShards(16, on=["seq"]), HashShards(32, on=["seq"])
+    moving = [s for s in range(40) if old.shard_of([str(s)]) != new.shard_of([str(s)])][:6]
+    for seq in moving:
+        Reading(sensor="k", seq=seq, value="v").save()
+    follow(Reading, cache_seconds=0, clock=clock)
+    operator = Reshard(Reading, clock=clock)
+    operator.start(32, settle_seconds=1)
+    for _ in range(2):  # dual, backfill
+        clock.advance(1)
+        operator.advance()
+    # which of the backfill's conditional writes of an item the delete lands inside
+    plan = {seq: "create" if n % 2 == 0 else "unmark" for n, seq in enumerate(moving)}
+    hit: list[tuple[str, int]] = []
+    local = threading.local()
+    put, update, lookup = Table.put_item, DynamoDBBackend.update_item, Table.get_item
+
+    def inside(kind: str, seq: int, write: Any) -> Any:
+        local.gap = (kind, seq)
+        try:
+            return write()
+        finally:
+            local.gap = None
+
+    def copy_put(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if COPY_MARKER in item_attrs and "attribute_not_exists" in str(args[1:2]):
+            seq = int(item_attrs["seq"]["N"])
+            return inside("create", seq, lambda: put(self, item_attrs, *args, **kwargs))
+        return put(self, item_attrs, *args, **kwargs)
+
+    def unmark(self: Any, table_name: str, key: dict[str, Any], **kwargs: Any) -> Any:
+        if kwargs.get("condition_expression") and "REMOVE" in kwargs["update_expression"]:
+            seq = int(key["seq"]["N"])
+            return inside("unmark", seq, lambda: update(self, table_name, key, **kwargs))
+        return update(self, table_name, key, **kwargs)
+
+    def gap_lookup(self: Any, *args: Any, **kwargs: Any) -> Any:
+        found = lookup(self, *args, **kwargs)
+        gap = getattr(local, "gap", None)
+        if gap is not None and plan.get(gap[1]) == gap[0]:
+            local.gap = None  # the delete's own requests run normally
+            del plan[gap[1]]
+            Reading.get("k", gap[1]).delete()  # condition checked, write not yet done
+            hit.append(gap)
+        return found
+
+    monkeypatch.setattr(Table, "put_item", copy_put)
+    monkeypatch.setattr(DynamoDBBackend, "update_item", unmark)
+    monkeypatch.setattr(Table, "get_item", gap_lookup)
+    operator.run_job(page_size=5)
+    monkeypatch.undo()
+    assert sorted(hit) == sorted(
+        ("create" if n % 2 == 0 else "unmark", seq) for n, seq in enumerate(moving)
+    )
+    assert raw_keys(Reading) == []  # no copy, marked or not, of any deleted item
+    expect(Reading, "k", {}, gone=set(moving))
+    run_phases(operator, clock, lambda phase: expect(Reading, "k", {}, gone=set(moving)))
+
+
 def test_reads_check_their_bound_before_sending(migration_tables: SimulatedClock) -> None:
     follow(Click, cache_seconds=0, clock=migration_tables)
     Reshard(Click, clock=migration_tables).start(32, settle_seconds=1)
