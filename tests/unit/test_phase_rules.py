@@ -22,6 +22,7 @@ from pynamodb.models import Model
 
 from shardmodel import (
     CounterAttribute,
+    DynamicShards,
     HashShards,
     KeyLayout,
     RandomShards,
@@ -195,6 +196,8 @@ def test_a_write_goes_first_to_the_phases_first_layout() -> None:
     assert random_shrink(Phase.READ_NEW).primary_key(KEY, "k#20", rng) == "k#4"
     assert random_shrink(Phase.BACKFILL).primary_key(KEY, "k#20", rng) == "k#20"
     assert random_grow(Phase.READ_NEW).primary_key(KEY, "k#20", rng) == "k#20"
+    fresh = {random_shrink(Phase.READ_NEW).primary_key(KEY, None, rng) for _ in range(80)}
+    assert fresh == {f"k#{n}" for n in range(16)}  # a new item: a random new-layout shard
 
 
 def test_a_stored_random_item_needs_its_shard() -> None:
@@ -208,6 +211,7 @@ def test_a_stored_random_item_needs_its_shard() -> None:
     seq = moving_seq()
     assert hash_grow(Phase.BACKFILL).stored_key(seq_key(seq), None) == hashed(16, seq)
     assert random_shrink(Phase.READ_NEW).stored_key(KEY, "k#31") == "k#15"
+    assert random_shrink(Phase.PREPARE).stored_key(KEY, "k#31") == "k#31"
 
 
 def test_writes_mirror_to_the_other_layout_while_both_are_written() -> None:
@@ -244,6 +248,7 @@ def test_shrinking_random_shards_a_new_key_has_every_old_key_that_folds_into_it(
         state(Phase.READ_NEW, 40, 16), KeyLayout(RandomShards(40)), KeyLayout(RandomShards(16))
     )
     assert wider.keys_in("old", KEY, "k#3") == ["k#3", "k#19", "k#35"]
+    assert wider.keys_in("old", KEY, "k#16") == ["k#16"]  # retired: its own key only
 
 
 def test_only_a_shrink_of_random_shards_is_a_random_shrink() -> None:
@@ -441,9 +446,11 @@ def test_a_method_under_one_phase_sees_one_view() -> None:
 
 def test_follow_checks_the_model_and_names_its_state_table() -> None:
     """follow() refuses models it cannot reshard; its store is '<table>-reshard' or given."""
+    clock = SimulatedClock(start=5.0)
     try:
-        watch = follow(PhaseModel, cache_seconds=2.5)
+        watch = follow(PhaseModel, cache_seconds=2.5, clock=clock)
         assert watch.cache_seconds == 2.5
+        assert watch.clock is clock
         assert watch.model is PhaseModel
         assert watch.store.table_name == "phase-rules-reshard"
         assert follow(PhaseModel, table_name="states").store.table_name == "states"
@@ -452,6 +459,27 @@ def test_follow_checks_the_model_and_names_its_state_table() -> None:
     with pytest.raises(ShardConfigurationError):
         follow(CountedByDay)
     assert isinstance(MigrationStore(PhaseModel).table_name, str)
+
+
+def test_the_state_is_cached_for_five_seconds_by_default() -> None:
+    """The documented default cache of a process's view, for follow() and a watch alike."""
+    try:
+        assert follow(PhaseModel).cache_seconds == 5.0
+    finally:
+        unfollow(PhaseModel)
+    watch = ReshardWatch(PhaseModel, Store(None))  # type: ignore[arg-type]
+    assert watch.cache_seconds == 5.0
+
+
+def test_a_watched_model_without_a_numbered_strategy_is_named() -> None:
+    """A model whose layout has no count to change is refused by its name."""
+    watch = ReshardWatch(GrowsByItself, Store(None))  # type: ignore[arg-type]
+    with pytest.raises(ShardConfigurationError, match=r"^GrowsByItself: a shard count change"):
+        watch.active(state(Phase.BACKFILL))
+    layout = KeyLayout(TimeBuckets("at"))
+    for call in (lambda: shard_count("Day", layout), lambda: resized_layout("Day", layout, 2)):
+        with pytest.raises(ShardConfigurationError, match=r"^Day: a shard count change"):
+            call()
 
 
 # -- models a shard count change refuses -----------------------------------------------
@@ -482,6 +510,46 @@ class TeamIndexed(ShardedModel):
     key = UnicodeAttribute(hash_key=True)
     team = ShardedKeyAttribute(strategy=RandomShards(4), null=True)
     by_team = ByTeam()
+
+
+class GrowsByItself(ShardedModel):
+    """Dynamic shards: no fixed count to change."""
+
+    class Meta:
+        table_name = "grows-by-itself"
+        region = "us-east-1"
+
+    key = ShardedKeyAttribute(hash_key=True, strategy=DynamicShards())
+
+
+class ByTeams(GlobalSecondaryIndex["TeamsAndRegions"]):
+    class Meta:
+        index_name = "by-team"
+        projection = AllProjection()
+
+    team = UnicodeAttribute(hash_key=True)
+
+
+class ByRegion(GlobalSecondaryIndex["TeamsAndRegions"]):
+    class Meta:
+        index_name = "by-region"
+        projection = AllProjection()
+
+    region = UnicodeAttribute(hash_key=True)
+
+
+class TeamsAndRegions(ShardedModel):
+    """Two sharded index keys, no sharded table key."""
+
+    class Meta:
+        table_name = "teams-and-regions"
+        region = "us-east-1"
+
+    key = UnicodeAttribute(hash_key=True)
+    team = ShardedKeyAttribute(strategy=RandomShards(4), null=True)
+    region = ShardedKeyAttribute(strategy=RandomShards(2), null=True)
+    by_team = ByTeams()
+    by_region = ByRegion()
 
 
 class CountedByDay(ShardedModel):
@@ -523,8 +591,8 @@ class LocallyIndexed(ShardedModel):
     by_seq = BySeq()
 
 
-def hashed_on_value(projection: Any) -> type[ShardedModel]:
-    """A model sharded by a hash of ``value``, with an index of the given projection."""
+def hashed_on(on: list[str], projection: Any) -> type[ShardedModel]:
+    """A model sharded by a hash of ``on``, with an index on ``note`` of this projection."""
 
     class ByNote(GlobalSecondaryIndex[Any]):
         class Meta:
@@ -535,9 +603,10 @@ def hashed_on_value(projection: Any) -> type[ShardedModel]:
     ByNote.Meta.projection = projection  # type: ignore[attr-defined]
     namespace: dict[str, Any] = {
         "Meta": type("Meta", (), {"table_name": "by-value", "region": "us-east-1"}),
-        "sensor": ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["value"])),
+        "sensor": ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=on)),
         "seq": NumberAttribute(range_key=True),
         "value": UnicodeAttribute(null=True),
+        "other": UnicodeAttribute(null=True),
         "note": UnicodeAttribute(null=True),
         "by_note": ByNote(),
     }
@@ -558,13 +627,20 @@ def test_a_model_without_a_sharded_partition_key_is_refused() -> None:
         "keeps its count: declare a new index attribute with the new count, save the items "
         "again, switch the queries"
     )
+    assert refusal(TeamsAndRegions).startswith(
+        "TeamsAndRegions: no sharded partition key to reshard; an index's sharded key "
+        "(region, team) keeps its count"
+    )
+    assert refusal(GrowsByItself).startswith("GrowsByItself: a shard count change needs")
 
 
 def test_a_counter_model_is_resharded_only_on_random_shards() -> None:
     """Counters under HashShards are refused; under RandomShards they are accepted."""
-    assert refusal(CountedByDay).startswith(
+    assert refusal(CountedByDay) == (
         "CountedByDay: a counter model is resharded only on RandomShards (it grows by "
-        "reading the new shards too); under HashShards each increment sits on a shard"
+        "reading the new shards too); under HashShards each increment sits on a shard whose "
+        "number changes, and moving partial sums under concurrent adds is not exact; create "
+        "a new table and roll the counters up"
     )
     check_reshardable(CountedAtRandom)
     check_reshardable(PhaseModel)
@@ -572,17 +648,33 @@ def test_a_counter_model_is_resharded_only_on_random_shards() -> None:
 
 def test_a_local_index_is_refused() -> None:
     """A local index shares the partition key whose count would change under it."""
-    assert refusal(LocallyIndexed).startswith(
-        "LocallyIndexed: local secondary index 'by-seq' shares the table's partition key"
+    assert refusal(LocallyIndexed) == (
+        "LocallyIndexed: local secondary index 'by-seq' shares the table's partition key, "
+        "whose shard count would change under it (its cursors name the old layout's "
+        "shards); resharding a model with a local index is not supported, use a global "
+        "secondary index"
     )
 
 
 def test_an_index_must_project_what_the_shard_is_computed_from() -> None:
     """Keys-only without the hashed attribute: refused; projected or all: accepted."""
-    assert refusal(hashed_on_value(KeysOnlyProjection())) == (
+    assert refusal(hashed_on(["value"], KeysOnlyProjection())) == (
         "ByValue: index 'by-note' does not project value, which the partition key's shard is "
         "computed from; an index read during the shard count change tells an item's two "
         "copies apart by it: project it (IncludeProjection or AllProjection)"
     )
-    check_reshardable(hashed_on_value(IncludeProjection(["value"])))
-    check_reshardable(hashed_on_value(AllProjection()))
+    assert "does not project value, other, which" in refusal(
+        hashed_on(["value", "other"], KeysOnlyProjection())
+    )
+    check_reshardable(hashed_on(["value"], IncludeProjection(["value"])))
+    check_reshardable(hashed_on(["value"], AllProjection()))
+
+
+def test_an_index_holds_the_table_keys_and_its_own_keys() -> None:
+    """Every index holds the table's keys and its own: sharding on those needs no projection."""
+    check_reshardable(hashed_on(["seq"], KeysOnlyProjection()))  # the table's range key
+    check_reshardable(hashed_on(["note"], KeysOnlyProjection()))  # the index's hash key
+    check_reshardable(hashed_on(["seq"], IncludeProjection(["other"])))
+    assert "does not project value" in refusal(
+        hashed_on(["seq", "value"], IncludeProjection(["other"]))
+    )
