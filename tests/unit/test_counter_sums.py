@@ -91,6 +91,8 @@ def test_the_token_window_is_the_clock_divided_by_its_length() -> None:
     assert TokenWindow(seconds=600, clock=lambda: 1199.9).current() == 1
     assert TokenWindow(seconds=600, clock=lambda: 1200.0).current() == 2
     assert TokenWindow(seconds=60, clock=lambda: 59.0).current() == 0
+    # a simulated clock may start before the epoch: windows are floors there too
+    assert TokenWindow(seconds=600, clock=lambda: -1.0).current() == -1
 
 
 def test_an_add_names_at_least_one_counter() -> None:

@@ -255,6 +255,26 @@ def test_time_buckets_read_their_attribute_and_keep_time_order() -> None:
     assert TimeBuckets("ts", "%Y/%j").format == "%Y/%j"
 
 
+def test_a_granularity_is_a_name_or_a_strftime_format() -> None:
+    """An unknown granularity is refused, naming it and listing the choices."""
+    assert refused(lambda: TimeBuckets("ts", "days")) == (
+        "TimeBuckets(granularity='days'): not a granularity; use one of minute, hour, day, "
+        "week, month, year or a strftime format such as '%Y-%m-%d-%H'"
+    )
+
+
+def test_string_bounds_cover_their_wall_time_and_their_instant() -> None:
+    """An ISO bound with an offset reads the buckets of both its wall time and its UTC time."""
+    strategy = TimeBuckets("ts", "day")
+    lower, upper = "2024-01-15T23:00:00-05:00", "2024-01-17T02:00:00+05:00"
+    # lower: wall time the 15th, UTC the 16th; upper: wall time the 17th, UTC the 16th
+    assert strategy.buckets_between(lower, upper) == ["2024-01-15", "2024-01-16", "2024-01-17"]
+    with pytest.raises(ShardKeyError, match=r"^ts: 'yesterday' is not an ISO 8601 time"):
+        strategy.buckets_between("yesterday", upper)
+    with pytest.raises(ShardKeyError, match=r"^ts: 'tomorrow' is not an ISO 8601 time"):
+        strategy.buckets_between(lower, "tomorrow")
+
+
 @pytest.mark.parametrize("on", ["", None, 5])
 def test_time_buckets_name_their_attribute(on: Any) -> None:
     """``on`` is the time attribute's name."""
@@ -372,8 +392,12 @@ def test_a_range_of_too_many_buckets_is_refused() -> None:
 
 def test_time_buckets_check_their_attribute_and_separator() -> None:
     """The attribute must exist; a separator character a label can hold is refused."""
-    with pytest.raises(ShardConfigurationError, match="reads attribute 'when'"):
+    with pytest.raises(ShardConfigurationError) as caught:
         TimeBuckets("when").check("Events", ATTRIBUTES, "#")
+    assert str(caught.value) == (
+        "Events: TimeBuckets(on=...) reads attribute 'when', which the model does not define; "
+        "use one of: day, path, ts"
+    )
     with pytest.raises(ShardConfigurationError) as caught:
         TimeBuckets("ts", "day").check("Events", ATTRIBUTES, "-")
     assert str(caught.value) == (
