@@ -363,6 +363,27 @@ def test_every_label_between_the_bounds_is_visited(
     assert len(set(labels)) == count
 
 
+@pytest.mark.parametrize(
+    ("granularity", "seconds", "count"),
+    [
+        ("%s", 5, 6),
+        ("%Y %T", 5, 6),
+        ("%Y %c", 5, 6),
+        ("%Y %X", 5, 6),
+        ("%Y-%j %H:%M", 5 * 60, 6),
+        ("%Y-%j %R", 5 * 60, 6),
+        ("%Y-%j %I", 5 * 3600, 6),
+        ("%Y-%j %p", 13 * 3600, 2),
+    ],
+)
+def test_each_time_code_steps_by_its_own_unit(granularity: str, seconds: int, count: int) -> None:
+    """A format showing seconds steps by seconds, minutes by minutes, hours (or AM/PM) by hours."""
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    end = datetime.fromtimestamp(start.timestamp() + seconds, tz=UTC)
+    labels = TimeBuckets("ts", granularity).buckets_between(start, end)
+    assert len(labels) == count
+
+
 def test_the_last_bucket_is_reached_when_the_step_overshoots() -> None:
     """The upper bound's bucket is read even when it is less than a step past the last."""
     strategy = TimeBuckets("ts", "day")
