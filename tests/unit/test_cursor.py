@@ -279,6 +279,7 @@ def test_done_is_a_boolean(done: Any) -> None:
         ({"ts": {"N": "five"}}, "attribute 'ts' is not a valid N value"),
         ({"ts": {"N": "NaN"}}, "attribute 'ts' is not a valid N value"),
         ({"b": {"B": "not base64!"}}, "attribute 'b' is not a valid B value"),
+        ({"b": {"B": "AAAA!"}}, "attribute 'b' is not a valid B value"),  # strict base64
     ],
 )
 def test_a_start_key_is_checked_attribute_by_attribute(start: Any, problem: str) -> None:
