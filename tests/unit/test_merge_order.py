@@ -429,6 +429,12 @@ def test_count_sums_every_page_of_every_shard() -> None:
         assert count_shards(count_fetch(counts), list(counts), parallelism) == 15
 
 
+def test_a_count_page_without_a_count_adds_nothing() -> None:
+    """A response without ``Count`` counts as zero items."""
+    assert count_shards(lambda key, start: {}, ["a", "b"], 2) == 0
+    assert count_shards(lambda key, start: {}, ["a"], 2) == 0
+
+
 def test_a_counting_error_is_raised() -> None:
     """A failing shard's error reaches the caller."""
 
