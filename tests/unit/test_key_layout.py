@@ -223,6 +223,15 @@ def test_a_resave_keeps_a_random_shard() -> None:
         assert isinstance(again, PhysicalKey)
 
 
+def test_a_resave_keeps_a_leading_random_shard_and_recomputes_the_rest() -> None:
+    """Random first, a time bucket after it: the shard is kept, the bucket checked."""
+    layout = KeyLayout([RandomShards(4), TimeBuckets("t")])
+    key = KeyValues("u", {"t": datetime(2024, 1, 15, tzinfo=UTC)}, {})
+    assert layout.repick(key, "u#3#2024-01-15", random.Random(0)) == "u#3#2024-01-15"
+    with pytest.raises(ShardKeyError, match="to segment '2024-01-15'"):
+        layout.repick(key, "u#3#2024-01-16", random.Random(0))
+
+
 def test_a_resave_that_would_move_shard_is_refused() -> None:
     """Changing an ``on`` value would leave the old copy behind: refused, naming the move."""
     layout = KeyLayout(HashShards(8, on=["t"]))

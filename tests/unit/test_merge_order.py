@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -427,6 +428,26 @@ def test_count_sums_every_page_of_every_shard() -> None:
     assert count_shards(count_fetch(counts), ["a"], 4) == 7
     for parallelism in (0, 1, 3, 10):
         assert count_shards(count_fetch(counts), list(counts), parallelism) == 15
+
+
+def test_count_requests_in_flight_stay_within_parallelism() -> None:
+    """parallelism=1 counts shard after shard; 0 is taken as 1."""
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    def fetch(key: str, start: Raw | None) -> dict[str, Any]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+        return {"Count": 1}
+
+    for parallelism in (1, 0):
+        most[0] = 0
+        assert count_shards(fetch, ["a", "b", "c", "d"], parallelism) == 4
+        assert most[0] == 1
 
 
 def test_a_count_page_without_a_count_adds_nothing() -> None:

@@ -425,16 +425,17 @@ def test_a_method_under_one_phase_sees_one_view() -> None:
         watch.store = store  # type: ignore[assignment]
         instance = PhaseModel(sensor="k", seq=1)
 
-        def write(self: PhaseModel, phase: Phase) -> list[Any]:
+        def write(self: PhaseModel, phase: Phase, *, note: str = "") -> list[Any]:
             """Looks the phase up twice, the state changing in between."""
             first = watch.current()
             store.found = state(phase)
-            return [first, watch.current()]
+            return [first, watch.current(), self.seq, note]
 
         held = one_phase(write)
         assert held.__doc__ == write.__doc__
-        first, second = held(instance, Phase.READ_NEW)
+        first, second, seq, note = held(instance, Phase.READ_NEW, note="kept")
         assert first is second
+        assert (seq, note) == (1, "kept")
         assert store.reads == 1
         with holding(PhaseModel) as view:
             assert view is not None and view.state.phase == Phase.READ_NEW
