@@ -75,9 +75,13 @@ bench: $(STAMP) $(NODE_STAMP) $(CANDIDATES_STAMP)
 # tests of tests/unit and tests/property that run each mutated function; not part of `make
 # test`. It starts afresh each time (mutants/ is mutmut's work directory), then prints the
 # kill rate per module and every mutant left alive with the reason tests/mutants_surviving.txt
-# records for it; it fails under 90% or on a survivor without a reason.
+# records for it; it fails under 90% or on a survivor without a reason. Each test of a mutant
+# stops after MUTANT_TEST_TIMEOUT seconds (pytest-timeout): a mutant that makes a merge wait
+# forever fails there, instead of holding a worker for mutmut's own timeout (15 times the
+# tests' time: minutes).
 MUTATION_STAMP := $(VENV)/.mutation-stamp
 MUTANT_CHILDREN ?= 2
+MUTANT_TEST_TIMEOUT ?= 60
 
 $(MUTATION_STAMP): setup.cfg $(STAMP)
 	@echo "Installing mutmut (the mutation extra)..."
@@ -86,7 +90,7 @@ $(MUTATION_STAMP): setup.cfg $(STAMP)
 
 mutants: $(STAMP) $(MUTATION_STAMP)
 	rm -rf mutants
-	$(VENV)/bin/mutmut run --max-children $(MUTANT_CHILDREN)
+	PYTEST_TIMEOUT=$(MUTANT_TEST_TIMEOUT) $(VENV)/bin/mutmut run --max-children $(MUTANT_CHILDREN)
 	$(PY) -m tests.mutation_report --fail-under 90
 
 clean:
