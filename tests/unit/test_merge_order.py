@@ -28,6 +28,10 @@ from shardmodel.query import (
     first_page_size,
 )
 
+#: These tests take milliseconds; where pytest-timeout is installed (make mutants), a merge
+#: that waits forever (a mutant) fails in seconds instead of the global minute.
+pytestmark = pytest.mark.timeout(10)
+
 Raw = dict[str, dict[str, Any]]
 IDENTITY = QueryIdentity(model="Events", index=None, logical_key="u", forward=True)
 BACKWARD = QueryIdentity(model="Events", index=None, logical_key="u", forward=False)
