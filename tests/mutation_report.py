@@ -10,8 +10,8 @@ Run from the repository root after ``mutmut run``::
 
     python -m tests.mutation_report --fail-under 90
 
-Exit status 1 when the overall kill rate is under ``--fail-under`` or a survivor has no
-recorded reason; 0 otherwise.
+Exit status 1 when the overall kill rate is under ``--fail-under``, a survivor has no
+recorded reason, or the run stopped before checking every mutant; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ REASONS = Path(__file__).with_name("mutants_surviving.txt")
 
 #: mutmut's statuses that count as caught: a test failed, or the mutant made them hang.
 CAUGHT = ("killed", "timeout", "caught by type check")
-#: The columns of the table, in mutmut's words.
-COLUMNS = ("killed", "survived", "timeout", "no tests", "other")
+#: The columns of the table, in mutmut's words ("not checked": the run stopped before it).
+COLUMNS = ("killed", "survived", "timeout", "no tests", "not checked", "other")
 
 # "shardmodel.query.xǁMergedQueryǁ__init____mutmut_3" or "shardmodel.keys.x_f__mutmut_1"
 _NAME = re.compile(r"^(?P<module>[\w.]+?)\.x[_ǁ].*__mutmut_\d+$")
@@ -87,10 +87,14 @@ class Tally:
     def caught(self) -> int:
         return self.counts["killed"] + self.counts["timeout"]
 
+    @property
+    def checked(self) -> int:
+        return self.total - self.counts["not checked"]
+
 
 def kill_rate(tally: Tally) -> float:
-    """Killed and timed-out mutants over all of them, in percent (100 for none)."""
-    return 100.0 * tally.caught / tally.total if tally.total else 100.0
+    """Killed and timed-out mutants over those checked, in percent (100 for none)."""
+    return 100.0 * tally.caught / tally.checked if tally.checked else 100.0
 
 
 def tally(results: dict[str, str]) -> dict[str, Tally]:
@@ -104,14 +108,14 @@ def tally(results: dict[str, str]) -> dict[str, Tally]:
 def _table(modules: dict[str, Tally]) -> Iterable[str]:
     overall = Tally()
     width = max([len("module"), *(len(m) for m in modules)])
-    head = "".join(f"{c:>10}" for c in ("total", *COLUMNS))
+    head = "".join(f"{c:>12}" for c in ("total", *COLUMNS))
     yield f"{'module':<{width}}{head}{'kill rate':>11}"
     for module, counts in modules.items():
         overall.counts.update(counts.counts)
-        cells = "".join(f"{counts.counts[c]:>10}" for c in COLUMNS)
-        yield f"{module:<{width}}{counts.total:>10}{cells}{kill_rate(counts):>10.1f}%"
-    cells = "".join(f"{overall.counts[c]:>10}" for c in COLUMNS)
-    yield f"{'overall':<{width}}{overall.total:>10}{cells}{kill_rate(overall):>10.1f}%"
+        cells = "".join(f"{counts.counts[c]:>12}" for c in COLUMNS)
+        yield f"{module:<{width}}{counts.total:>12}{cells}{kill_rate(counts):>10.1f}%"
+    cells = "".join(f"{overall.counts[c]:>12}" for c in COLUMNS)
+    yield f"{'overall':<{width}}{overall.total:>12}{cells}{kill_rate(overall):>10.1f}%"
 
 
 def _mutmut(*args: str) -> str:
@@ -144,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         overall.counts.update(counts.counts)
     rate = kill_rate(overall)
 
-    left = sorted(name for name, status in results.items() if status not in CAUGHT)
+    left = sorted(
+        name for name, status in results.items() if status not in (*CAUGHT, "not checked")
+    )
     unexplained = [name for name in left if name not in reasons]
     print(f"\nNot killed: {len(left)} ({len(unexplained)} without a reason in {REASONS.name})")
     for name in left:
@@ -163,7 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = rate < args.fail_under
     if failed:
         print(f"\noverall kill rate {rate:.1f}% is under {args.fail_under:g}%")
-    return 1 if failed or unexplained else 0
+    unchecked = overall.counts["not checked"]
+    if unchecked:
+        print(f"\n{unchecked} mutants were not checked (the run stopped): rates cover the rest")
+    return 1 if failed or unexplained or unchecked else 0
 
 
 if __name__ == "__main__":

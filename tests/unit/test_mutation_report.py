@@ -19,6 +19,7 @@ RESULTS = """\
     shardmodel.query.x_first_page_size__mutmut_3: timeout
     shardmodel.migration.rules.x_key_in__mutmut_12: no tests
     shardmodel.migration.rules.x_key_in__mutmut_13: suspicious
+    shardmodel.migration.rules.x_key_in__mutmut_14: not checked
     Some other line: printed by mutmut
 """
 
@@ -36,18 +37,19 @@ def test_module_names_come_from_mutant_names() -> None:
 def test_results_are_read_line_by_line() -> None:
     """Each ``name: status`` line of ``mutmut results``; other lines are ignored."""
     results = parse_results(RESULTS)
-    assert len(results) == 5
+    assert len(results) == 6
     assert results["shardmodel.query.x_first_page_size__mutmut_3"] == "timeout"
     assert results["shardmodel.migration.rules.x_key_in__mutmut_12"] == "no tests"
 
 
 def test_kill_rates_count_timeouts_as_caught() -> None:
-    """Per module: killed and timed-out over all; other statuses count as not killed."""
+    """Per module: killed and timed-out over those checked; other statuses are not killed."""
     modules = tally(parse_results(RESULTS))
     assert list(modules) == ["shardmodel.migration.rules", "shardmodel.query"]
     query, rules = modules["shardmodel.query"], modules["shardmodel.migration.rules"]
     assert (query.total, query.caught, kill_rate(query)) == (3, 2, pytest.approx(200 / 3))
     assert rules.counts["no tests"] == 1 and rules.counts["other"] == 1
+    assert (rules.total, rules.checked, rules.counts["not checked"]) == (3, 2, 1)
     assert kill_rate(rules) == 0.0
 
 
