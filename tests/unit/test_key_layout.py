@@ -245,6 +245,16 @@ def test_a_resave_that_would_move_shard_is_refused() -> None:
     )
 
 
+def test_a_move_names_every_attribute_the_shard_is_computed_from() -> None:
+    """A shard hashed from two attributes names both when a re-save would move it."""
+    layout = KeyLayout(HashShards(1000, on=["a", "b"]))
+    key = values("u", a="x", b="y")
+    right = layout.pick(key, random.Random(0))
+    wrong = "u#0" if right != "u#0" else "u#1"
+    with pytest.raises(ShardKeyError, match=r"^changing a, b moves this item"):
+        layout.repick(key, wrong, random.Random(0))
+
+
 def test_a_resave_of_an_overflow_value_stays_on_its_sub_shard() -> None:
     """An overflow value's item stays on whichever of its shards holds it."""
     layout = KeyLayout(OrderedShards(["", "m"], on="title", overflow={"hits": 3}))
