@@ -95,8 +95,7 @@ class KeyLayout:
             )
         if self.placement not in ("suffix", "prefix", "segments"):
             raise ShardConfigurationError(
-                f"placement={self.placement!r}: use 'suffix' (user#3), 'prefix' (3#user) or "
-                "'segments' (3#2023-10-27T15: the key holds the segments alone)"
+                f"placement={self.placement!r}: use 'suffix' (user#3) or 'prefix' (3#user)"
             )
 
     @property

@@ -108,7 +108,10 @@ class ReshardWatch:
 def check_reshardable(model: type[Model]) -> None:
     """Refuse models a shard count change does not support, naming what to change."""
     name = model.__name__
-    spec = sharding_of(model).spec
+    try:
+        spec = sharding_of(model).spec
+    except ShardConfigurationError:
+        raise ShardConfigurationError(f"{name}: no sharded partition key to reshard") from None
     attr = spec.table_key()
     if attr is None:
         indexed = [a.attr_name for a in spec.index_keys]

@@ -342,26 +342,25 @@ def diagnose(
 def test_a_migration_under_load_loses_and_duplicates_nothing(
     server: str, model: Any, to: int
 ) -> None:
-    if server == "moto":
-        # The shrink run on moto returns a deleted item now and then (1 of 10 reruns after
-        # the failure that first skipped it; grow passed its one rerun), never on
-        # dynalite, with every write well within the settle
-        # time (the run now reports its longest write). The one shardmodel path found to
-        # produce the symptom, a delete stalled between its two keys past the cleanup's
-        # second look, is fixed (test_a_delete_stalled_between_its_two_keys_... in
-        # tests/unit/test_migration.py), and the failure recurred after the fix. A second
-        # cause, on every server, was a write that read the phase again between its
-        # requests: a delete begun in backfill (old key first) finished by read_new's
-        # rules (new key first) deleted the old key twice and left the new copy
-        # (test_a_write_spanning_a_phase_change_follows_the_phase_it_began_in; a write
-        # now holds one view). moto's conditional writes are still not atomic
-        # (test_moto_conditional_writes_are_not_atomic), which the backfill's copy
-        # protocol relies on; a failing run prints each returned item's copies and the
-        # phases of its save and delete (diagnose()) for whoever digests it next.
-        pytest.skip(
-            "moto's conditional writes are not atomic (see "
-            "test_moto_conditional_writes_are_not_atomic); proven on dynalite"
-        )
+    """Every phase crossed under writes, deletes, updates, reads and paging cursors.
+
+    Nothing is lost, returned twice or returned after its delete ended, and at the end
+    each item is at its new key only.
+    """
+    if server == "moto" and model is Reading:
+        # A run takes about three minutes on the moto server. The shrink runs there; the
+        # grow, the same protocol in the other direction, runs on dynalite.
+        #
+        # The shrink on moto was skipped for returning a deleted item (1 failure in 10
+        # reruns), blamed on moto's non-atomic conditional writes. Nothing tied the two:
+        # a delete landing inside that gap of the backfill's writes does not come back
+        # (test_a_delete_inside_moto_s_conditional_write_gap_does_not_come_back in
+        # tests/unit/test_migration.py), and the failures were recorded before the fix
+        # of a write that re-read the phase between its requests, which returned deleted
+        # items on every server (test_a_write_spanning_a_phase_change_follows_the_phase_
+        # it_began_in). On the current code 9 shrink runs on moto passed. A failure
+        # prints each returned item's copies and the phases of its save and delete.
+        pytest.skip("about 3 minutes on moto: the shrink runs on moto, the grow on dynalite")
     with model.batch_write() as batch:
         for key in KEYS:
             for seq in STABLE:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections import Counter
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,20 +25,37 @@ texts = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_siz
 def test_from_sample_boundaries_are_valid_and_match_the_command(
     values: list[str], shards: int, prefix: int
 ) -> None:
-    """Sorted, unique, normalized, first ''; at most ``shards``; the command agrees."""
+    """from_sample cuts every ceil(n / shards)-th value; the command reports the same.
+
+    The boundaries are '' then every step-th normalized value of the sorted sample, cut
+    to ``prefix`` characters, each kept once (a repeat is skipped); the command's sizes
+    are how many sample values each shard of the strategy takes, and its overflow names
+    every value that fills more than a shard, with the sub-shards it needs.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         strategy = OrderedShards.from_sample(values, shards, prefix=prefix, on="title_key")
     bounds = strategy.boundaries
-    assert bounds[0] == "" and list(bounds) == sorted(set(bounds)) and len(bounds) <= shards
+    ordered = sorted(normalized(default_normalize, v) for v in values)
+    step = max(1, math.ceil(len(ordered) / shards))
+    expected = [""]
+    for value in ordered[step::step]:
+        cut = normalized(default_normalize, value[:prefix])
+        if cut > expected[-1]:
+            expected.append(cut)
+    assert bounds == tuple(expected)
+    assert len(bounds) <= shards
+
     report = boundary_report(values, shards, prefix)
-    assert report.boundaries == bounds and sum(report.sizes) == len(values)
+    assert report.boundaries == bounds
+    taken = Counter(strategy.shard_of(value) for value in values)
+    assert report.sizes == tuple(taken[shard] for shard in range(len(bounds)))
     for value in values:
         shard = strategy.shard_of(value)
         stored = normalized(default_normalize, value)
         assert bounds[shard] <= stored
         assert shard + 1 == len(bounds) or stored < bounds[shard + 1]
-    step = -(-len(values) // shards) if values else 1
-    for value, count in report.overflow:
-        assert sum(1 for v in values if normalized(default_normalize, v) == value) > step
-        assert count >= 2
+    counts = Counter(ordered)
+    assert dict(report.overflow) == {
+        value: max(2, math.ceil(count / step)) for value, count in counts.items() if count > step
+    }

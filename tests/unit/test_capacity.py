@@ -53,11 +53,16 @@ def test_units_round_like_dynamodb() -> None:
 
 
 def test_shards_for_a_write_heavy_key() -> None:
-    """5,000 writes/s of 1.5 KB: 2 WCU each, so 10 shards (byte rate alone says 8)."""
+    """5,000 writes/s of 1.5 KB: 2 WCU each, so 10 shards; the same bytes in 1 KB items, 8.
+
+    Units are rounded per item, not over the byte rate: 7,500 writes/s of 1 KB carry the
+    same 7,680,000 bytes/s and need 7,500 WCU.
+    """
     plan = shards_for(item_bytes=1536, writes_per_second=5000)
     assert (plan.write_units, plan.write_shards, plan.read_shards) == (10000, 10, 1)
     assert plan.shards == 10 and plan.binding == "writes"
-    assert -(-5000 * 1536 // (1000 * 1024)) == 8  # the byte-rate arithmetic's count
+    same_bytes = shards_for(item_bytes=1024, writes_per_second=7500)
+    assert (same_bytes.write_units, same_bytes.write_shards) == (7500, 8)
 
 
 def test_shards_for_a_read_heavy_key() -> None:

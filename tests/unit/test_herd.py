@@ -78,7 +78,14 @@ def test_herd_offset_spreads_the_fleet_and_nothing_is_throttled(limit: str) -> N
 
 
 def test_herd_offset_is_stable_bounded_and_even() -> None:
-    assert herd_offset("sensor-alpha-001", 60) == herd_offset("sensor-alpha-001", 60)
+    """Fixed offsets per entity (any process, any version), in [0, window), spread evenly.
+
+    The expected values are md5-derived and written down: an offset from Python's
+    ``hash`` (salted per process) or a changed formula would move every writer's cadence.
+    """
+    assert herd_offset("sensor-alpha-001", 60) == 36.07069737603072
+    assert herd_offset("sensor-beta-7", 60) == 32.99588130853766
+    assert herd_offset("sensor-alpha-001", 3600) == 2164.2418425618434  # scales with the window
     offsets = [herd_offset(f"sensor-{n}", 30) for n in range(3000)]
     assert all(0 <= offset < 30 for offset in offsets)
     per_second = Counter(int(offset) for offset in offsets)

@@ -11,10 +11,12 @@ signer, framing against every response shape HTTP/1.1 allows for these responses
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -35,7 +37,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
     SSLError,
 )
-from hypothesis import example, given
+from botocore.parsers import create_parser
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pynamodb.connection.base import Connection, MetaTable
 from pynamodb.exceptions import GetError
@@ -248,6 +251,47 @@ def no_sleep(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return slept
 
 
+def _codec_module(with_orjson: bool) -> Any:
+    """A fresh copy of the lean client's module, imported with or without orjson.
+
+    Without it, ``import orjson`` fails as on an install without the ``lean`` extra, so
+    the copy holds the module's own stdlib fallback; with it, the orjson codec.
+    """
+    origin = sys.modules[LeanClient.__module__]
+    spec = importlib.util.spec_from_file_location(f"{origin.__name__}_codec_copy", origin.__file__)
+    assert spec is not None and spec.loader is not None
+    copy = importlib.util.module_from_spec(spec)
+    absent = object()
+    saved = sys.modules.get("orjson", absent)  # None when imports of it are blocked
+    if not with_orjson:
+        sys.modules["orjson"] = None  # type: ignore[assignment]  # import orjson raises
+    try:
+        spec.loader.exec_module(copy)
+    finally:
+        if saved is absent:
+            sys.modules.pop("orjson", None)
+        else:
+            sys.modules["orjson"] = saved  # type: ignore[assignment]
+    return copy
+
+
+@pytest.fixture(params=["json", "orjson"])
+def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The lean path's JSON codec for one test: the stdlib fallback, then orjson.
+
+    Both are the lean client module's own code (see :func:`_codec_module`); only the
+    orjson run skips, when orjson is not installed.
+    """
+    if request.param == "orjson":
+        pytest.importorskip("orjson")
+    copy = _codec_module(with_orjson=request.param == "orjson")
+    assert (copy._loads is None) == (request.param == "json")  # the codec asked for
+    origin = sys.modules[LeanClient.__module__]
+    monkeypatch.setattr(origin, "_loads", copy._loads)
+    monkeypatch.setattr(origin, "_dumps", copy._dumps)
+    return str(request.param)
+
+
 @functools.cache
 def _offline_lean() -> LeanClient:
     """A lean client that never connects, built once: a botocore client per Hypothesis
@@ -382,6 +426,7 @@ def _both(
     ],
     ids=["whole", "partial reads", "chunked", "until close", "100 continue", "chunked pieces"],
 )
+@pytest.mark.usefixtures("codec")
 def test_every_response_shape_gives_botocore_s_result(shape: dict[str, Any]) -> None:
     botocore_, lean, requests = _both([reply(200, QUERY_RESPONSE, **shape)])
     assert lean == botocore_
@@ -389,12 +434,14 @@ def test_every_response_shape_gives_botocore_s_result(shape: dict[str, Any]) -> 
     assert lean["result"]["Items"][0]["blob"] == {"B": b"\x00\x01"}
 
 
+@pytest.mark.usefixtures("codec")
 def test_batch_get_gives_botocore_s_result() -> None:
     botocore_, lean, _ = _both([reply(200, BATCH_RESPONSE)], _batch_get)
     assert lean == botocore_
     assert lean["result"]["UnprocessedKeys"][TABLE]["Keys"]
 
 
+@pytest.mark.usefixtures("codec")
 def test_a_throttle_is_retried_then_raised_like_botocore(no_sleep: list[float]) -> None:
     actions = [error(*THROTTLE, **REASONS)] * 3
     botocore_, lean, requests = _both(actions)
@@ -405,6 +452,7 @@ def test_a_throttle_is_retried_then_raised_like_botocore(no_sleep: list[float]) 
     assert lean["botocore"] == "ProvisionedThroughputExceededException"
 
 
+@pytest.mark.usefixtures("codec")
 def test_a_batch_get_throttle_raises_get_error_like_botocore(no_sleep: list[float]) -> None:
     botocore_, lean, _ = _both([error(*THROTTLE, **REASONS)] * 3, _batch_get)
     assert lean == botocore_
@@ -423,6 +471,7 @@ def test_a_batch_get_throttle_raises_get_error_like_botocore(no_sleep: list[floa
     ],
     ids=["500", "503", "throttling", "reset", "hang up", "garbage"],
 )
+@pytest.mark.usefixtures("codec")
 def test_transient_failures_are_retried_like_botocore(first: Action, no_sleep: list[float]) -> None:
     botocore_, lean, requests = _both([first, reply(200, QUERY_RESPONSE)])
     assert lean == botocore_
@@ -432,6 +481,7 @@ def test_transient_failures_are_retried_like_botocore(first: Action, no_sleep: l
 
 
 @pytest.mark.parametrize("fraction", [0.05, 0.5, 0.95], ids=["in head", "in body", "at end"])
+@pytest.mark.usefixtures("codec")
 def test_a_truncated_response_is_retried_where_botocore_loses_it(
     fraction: float, no_sleep: list[float]
 ) -> None:
@@ -452,12 +502,14 @@ def test_a_truncated_response_is_retried_where_botocore_loses_it(
     ],
     ids=["validation", "not found", "bad token", "no code", "not an object"],
 )
+@pytest.mark.usefixtures("codec")
 def test_errors_that_are_not_retried_raise_like_botocore(action: Action) -> None:
     botocore_, lean, requests = _both([action, reply(200, QUERY_RESPONSE)])
     assert lean == botocore_
     assert requests == 1
 
 
+@pytest.mark.usefixtures("codec")
 def test_retries_end_with_the_connection_error_botocore_raises(no_sleep: list[float]) -> None:
     botocore_, lean, requests = _both([reset] * 3)
     assert lean == botocore_
@@ -465,6 +517,7 @@ def test_retries_end_with_the_connection_error_botocore_raises(no_sleep: list[fl
     assert lean["origin"] == "ConnectionClosedError"
 
 
+@pytest.mark.usefixtures("codec")
 def test_a_crc32_mismatch_is_retried_like_botocore(no_sleep: list[float]) -> None:
     bad = reply(200, QUERY_RESPONSE, headers={"x-amz-crc32": "1"})
     botocore_, lean, requests = _both([bad, reply(200, QUERY_RESPONSE)])
@@ -472,6 +525,7 @@ def test_a_crc32_mismatch_is_retried_like_botocore(no_sleep: list[float]) -> Non
     assert requests == 2
 
 
+@pytest.mark.usefixtures("codec")
 def test_a_read_timeout_is_retried_then_raised(no_sleep: list[float]) -> None:
     outcomes = []
     for lean in (False, True):
@@ -539,6 +593,7 @@ def test_the_signing_key_is_derived_once_a_day() -> None:
     assert len(signer._keys) == 2
 
 
+@pytest.mark.usefixtures("codec")
 def test_expired_credentials_are_refreshed_before_signing() -> None:
     refreshed: list[int] = []
     soon = datetime.now(timezone.utc) + timedelta(seconds=30)  # inside botocore's window
@@ -580,14 +635,33 @@ def test_expired_credentials_are_refreshed_before_signing() -> None:
         assert headers["x-amz-security-token"] == "new-token"
 
 
+# the codec fixture patches the module once per test, the same for every example
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     key=st.binary(max_size=40),
     legacy=st.text(max_size=10),
     number=st.sampled_from(["1", "1.0", "1e0", "-0", "9" * 38]),
 )
+@pytest.mark.usefixtures("codec")
 def test_bodies_are_what_botocore_serializes(key: bytes, legacy: str, number: str) -> None:
+    """Both codecs encode a request body to the JSON botocore's serializer sends.
+
+    The first two bodies hold no binary value, so the codec writes them; a binary value
+    (the last two) sends the body through botocore's serializer.
+    """
     lean = _offline_lean()
     for params in (
+        {
+            "TableName": TABLE,
+            "KeyConditionExpression": "#0 = :0 AND #1 > :1",
+            "ExpressionAttributeNames": {"#0": "pk", "#1": "sk"},
+            "ExpressionAttributeValues": {":0": {"S": legacy}, ":1": {"N": number}},
+            "ExclusiveStartKey": {"pk": {"S": "k\u00e9#1"}, "sk": {"N": number}},
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": 13,
+        },
+        {"RequestItems": {TABLE: {"Keys": [{"pk": {"S": legacy}, "sk": {"N": number}}]}}},
         {
             "TableName": TABLE,
             "KeyConditionExpression": "#0 = :0",
@@ -772,6 +846,7 @@ def test_an_environment_proxy_keeps_botocore(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.usefixtures("tables")
+@pytest.mark.usefixtures("codec")
 def test_models_read_on_the_lean_path_unless_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     for ts in range(3):
         RandomEvent(user_id="ln", timestamp=ts, event_type="a").save()
@@ -794,6 +869,7 @@ def test_a_switch_that_is_not_a_bool_is_refused(monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.mark.usefixtures("tables")
+@pytest.mark.usefixtures("codec")
 def test_every_lean_request_passes_botocore_s_events() -> None:
     RandomEvent(user_id="ev", timestamp=1, event_type="a").save()
     client = RandomEvent._get_connection().connection.client
@@ -822,28 +898,37 @@ def test_every_lean_request_passes_botocore_s_events() -> None:
         assert mine == list(names) * (len(mine) // len(names)), mine
 
 
-# -- the optional fast JSON decoder --------------------------------------------------
-
-orjson = pytest.importorskip("orjson")
+# -- the JSON codecs: the stdlib fallback and the optional orjson ------------------------
 
 
+# the codec fixture patches the module once per test, the same for every example
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(items=[], count=2**64, units=0.0)  # orjson alone decodes this to a float
 @given(
     items=st.lists(fastparse_tests._items, max_size=4),
     count=st.integers(min_value=0, max_value=2**70),
     units=st.floats(allow_nan=False, allow_infinity=False),
 )
-def test_orjson_decodes_what_json_decodes(items: list[Any], count: int, units: float) -> None:
-    from shardmodel.lean.client import _loads
+@pytest.mark.usefixtures("codec")
+def test_the_codec_decodes_what_botocore_decodes(
+    items: list[Any], count: int, units: float
+) -> None:
+    """Each codec parses a Query body to botocore's own result, type for type.
+
+    Integers past 64 bits included (orjson alone would give a float); a body that is not
+    JSON gives None, which leaves it to botocore.
+    """
     from shardmodel.lean.fastparse import parse_body
 
+    loads = sys.modules[LeanClient.__module__]._loads
     shape = _offline_lean()._models["Query"].output_shape
     document = {
         "Items": items,
-        "Count": count,  # past 64 bits orjson refuses: json.loads decodes it
+        "Count": count,
         "ConsumedCapacity": {"TableName": TABLE, "CapacityUnits": units},
     }
     body = fastparse_tests.encode(document)
-    expected = parse_body(shape, body)
-    assert fastparse_tests.same(parse_body(shape, body, _loads), expected)
-    assert fastparse_tests.same(parse_body(shape, body + b"]", _loads), None)
+    expected = create_parser("json").parse({"body": body, "headers": {}, "status_code": 200}, shape)
+    expected.pop("ResponseMetadata", None)
+    assert fastparse_tests.same(parse_body(shape, body, loads), expected)
+    assert fastparse_tests.same(parse_body(shape, body + b"]", loads), None)

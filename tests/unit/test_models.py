@@ -11,6 +11,7 @@ from pynamodb.transactions import TransactGet, TransactWrite
 
 from shardmodel import (
     DuplicateItemError,
+    HashShards,
     PhysicalKey,
     ShardKeyError,
     UnknownShardError,
@@ -199,13 +200,25 @@ def test_create_only_condition_on_a_sharded_key() -> None:
 
 
 def test_updating_an_on_attribute_is_refused_before_the_call() -> None:
-    """Changing a value the shard is computed from would strand the item: refused."""
+    """Changing a value the shard is computed from would strand the item: refused.
+
+    An update that sets it raises before the call; so does a save of the loaded item
+    after the value was changed to one of another shard: the stored item stays as it
+    was, and no copy appears on the other shard.
+    """
     reading = SensorReading(hour="2023-10-27-15", sk="sensor-alpha-001#t1", value=1)
     reading.save()
+    stored = stored_keys(SensorReading)
     with pytest.raises(ShardKeyError, match=r"SensorReading\.sk"):
         reading.update(actions=[SensorReading.sk.set("other")])
-    reading.sk = "sensor-alpha-001#t2"
+    shards = HashShards(10, on=["sk"])
+    assert shards.shard_of(["sensor-alpha-001#t3"]) != shards.shard_of(["sensor-alpha-001#t1"])
+    reading.sk = "sensor-alpha-001#t3"
+    reading.value = 2
+    with pytest.raises(ShardKeyError, match="delete"):
+        reading.save()
     assert SensorReading.get("2023-10-27-15", "sensor-alpha-001#t1").value == 1
+    assert stored_keys(SensorReading) == stored
 
 
 def test_transactions_rewrite_keys() -> None:

@@ -510,9 +510,11 @@ def tables() -> Iterator[None]:
         _WORLDS.clear()
 
 
-#: Phase pairs in which two writes of a value race on an item's two keys: its copies can
-#: end different (old key: one write, new key: the other), and the value readers see
-#: changes when they switch copies at read_new, though nothing wrote it.
+#: Phase pairs in which two writes of a value leave an item's two copies different, so the
+#: value readers see changes when they switch copies at read_new, though nothing wrote
+#: it: two writes racing on the two keys (old: one, new: the other), and, one after the
+#: other, a process still in prepare writing the old key only after a dual write (the
+#: backfill keeps the new copy it finds).
 RACING_COPIES = {
     (Phase.PREPARE, Phase.DUAL_WRITE),
     (Phase.DUAL_WRITE, Phase.DUAL_WRITE),
@@ -534,9 +536,9 @@ def _interleaving_cases() -> Iterator[Any]:
                     marks.append(
                         pytest.mark.xfail(
                             strict=True,
-                            reason="two writes of a value racing on an item's old and new "
-                            "key leave different copies; readers switching copies at "
-                            "read_new see the value change",
+                            reason="two writes of a value leave the item's old and new "
+                            "copies different (a race, or a write a phase behind); readers "
+                            "switching copies at read_new see the value change",
                         )
                     )
                 ident = f"{name}-{lag[0].value}+{lag[1].value}-{'+'.join(kinds)}"

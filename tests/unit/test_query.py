@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -136,11 +135,16 @@ def test_bad_cursors_are_refused_clearly() -> None:
 def test_an_error_in_one_shard_stops_promptly_and_leaves_no_threads() -> None:
     """One failing shard raises its error; the other shards' work is cancelled.
 
-    Worker threads are a shared pool: no new ones appear and none keeps working.
+    "Promptly" is counted in requests, not seconds: reading 400 items in pages of 5
+    takes at least 80 Query requests, and the error reaches the caller after no more
+    than the first pages of the other shards and a prefetched page or two (the
+    query's 10 in-flight slots), far fewer than half of them; after it, no request
+    is sent. Worker threads are a shared pool: no new ones appear and none keeps working.
     """
-    load(200)
+    load(400)
     before = set(threading.enumerate())
     events = RandomEvent._get_connection().connection.client.meta.events
+    sent: list[str] = []
 
     class Boom(RuntimeError):
         pass
@@ -150,17 +154,23 @@ def test_an_error_in_one_shard_stops_promptly_and_leaves_no_threads() -> None:
         if any(v == {"S": "q#3"} for v in values.values()):
             raise Boom("shard 3 is down")
 
+    def record(event_name: str, **_: Any) -> None:
+        sent.append(event_name)
+
     events.register("before-parameter-build.dynamodb.Query", fail_shard_3)
+    events.register("before-send.dynamodb.Query", record)
     try:
-        started = time.monotonic()
         failing = RandomEvent.query("q", page_size=5)
         with pytest.raises(Boom):
             list(failing)
-        assert time.monotonic() - started < 60  # a generous deadline: catches a hang, not load
+        at_error = len(sent)
+        assert at_error < 40  # the whole read: 80 or more
         assert failing.outstanding == 0  # type: ignore[attr-defined]
+        assert stray_threads(before) == []
+        assert len(sent) == at_error  # nothing sent once the error was raised
     finally:
         events.unregister("before-parameter-build.dynamodb.Query", fail_shard_3)
-    assert stray_threads(before) == []
+        events.unregister("before-send.dynamodb.Query", record)
 
 
 def test_closing_early_releases_threads() -> None:

@@ -289,7 +289,11 @@ def test_a_cursor_resumes_only_its_own_sensor_and_direction() -> None:
         )
 
 
-def test_every_read_checks_its_bound_before_the_first_request() -> None:
+def test_query_series_bound_counts_every_hour_of_the_range() -> None:
+    """48 hours from 15:04 touch 49 hourly partitions: a bound of 48 refuses, 49 admits.
+
+    Every read path's check before its first request: tests/unit/test_request_bound.py.
+    """
     log = QueryLog()
     with pytest.raises(FanOutLimitError, match="49 partitions"):
         SeriesReading.query_series(SENSOR, AT, AT + timedelta(hours=48), max_requests=48)

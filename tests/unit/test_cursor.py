@@ -1,0 +1,297 @@
+"""The resume cursor's string form: what it holds, how it is signed, what it refuses."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import pytest
+
+from shardmodel import CursorError
+from shardmodel.engine.cursor import (
+    CURSOR_VERSION,
+    Cursor,
+    ShardPosition,
+    decode_cursor,
+    encode_cursor,
+    position,
+    raw_key,
+)
+
+FIX = "pass the last_evaluated_key of a query of this model unchanged, or start over"
+
+
+def cursor(*shards: ShardPosition, index: str | None = None, forward: bool = True) -> Cursor:
+    return Cursor(
+        version=CURSOR_VERSION,
+        model="Orders",
+        index=index,
+        logical_key="tenant-1",
+        forward=forward,
+        shards=shards,
+    )
+
+
+def token_of(payload: bytes, secret: bytes | None = None) -> str:
+    """A cursor string for any payload, signed the way the format says."""
+    body = base64.urlsafe_b64encode(payload).decode("ascii").rstrip("=")
+    if secret is None:
+        return f"{body}.{hashlib.sha256(payload).hexdigest()[:32]}"
+    return f"{body}.{hmac.new(secret, payload, hashlib.sha256).hexdigest()[:32]}"
+
+
+def payload(**changes: Any) -> dict[str, Any]:
+    """A well-formed cursor payload with some fields changed (``None`` values kept)."""
+    data: dict[str, Any] = {
+        "version": 1,
+        "model": "Orders",
+        "index": None,
+        "logical_key": "tenant-1",
+        "forward": True,
+        "shards": [{"key": "tenant-1#0", "start": None, "done": False}],
+    }
+    data.update(changes)
+    return data
+
+
+def forged(data: Any) -> str:
+    return token_of(json.dumps(data).encode("utf-8"))
+
+
+def refusal(token: Any, secret: bytes | None = None) -> str:
+    with pytest.raises(CursorError) as caught:
+        decode_cursor(token, secret)
+    return str(caught.value)
+
+
+def test_version_one_is_the_format_this_release_reads() -> None:
+    """Cursors carry version 1; a change of format changes this number."""
+    assert CURSOR_VERSION == 1
+
+
+def test_the_string_is_base64url_json_then_a_sha256_checksum() -> None:
+    """``<base64url of compact, key-sorted JSON, unpadded>.<first 32 hex of its SHA-256>``."""
+    start = {"pk": {"S": "tenant-1#0"}, "ts": {"N": "17"}}
+    token = encode_cursor(cursor(position("tenant-1#0", start, False)))
+    expected = (
+        b'{"forward":true,"index":null,"logical_key":"tenant-1","model":"Orders",'
+        b'"shards":[{"done":false,"key":"tenant-1#0","start":{"pk":{"S":"tenant-1#0"},'
+        b'"ts":{"N":"17"}}}],"version":1}'
+    )
+    assert token == token_of(expected)
+    assert "=" not in token
+
+
+def test_a_secret_signs_with_hmac_and_only_that_secret_reads_it() -> None:
+    """With Meta.cursor_secret the checksum is an HMAC: other secrets, or none, are refused."""
+    original = cursor(position("k#0", None, True), position("k#1", None, False))
+    token = encode_cursor(original, b"s3cret")
+    body = token.split(".")[0]
+    payload_bytes = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    assert token == token_of(payload_bytes, b"s3cret")
+    assert decode_cursor(token, b"s3cret") == original
+    for other in (None, b"other"):
+        assert refusal(token, other) == (
+            f"last_evaluated_key was altered or truncated (checksum); {FIX}"
+        )
+    assert refusal(encode_cursor(original), b"s3cret").startswith(
+        "last_evaluated_key was altered or truncated (checksum)"
+    )
+
+
+def test_every_key_type_survives_the_round_trip() -> None:
+    """String, number and binary key values, an index, descending order, finished shards."""
+    start = {"pk": {"S": "k#1"}, "ts": {"N": "1.50"}, "blob": {"B": b"\x00\xffraw"}}
+    original = cursor(
+        position("k#0", None, True),
+        position("k#1", start, False),
+        position("k#2", {"blob": {"B": bytearray(b"\x01")}}, False),
+        index="by_type",
+        forward=False,
+    )
+    back = decode_cursor(encode_cursor(original))
+    assert back == original
+    assert back.shards[1].start == {
+        "pk": {"S": "k#1"},
+        "ts": {"N": "1.50"},
+        "blob": {"B": base64.b64encode(b"\x00\xffraw").decode("ascii")},
+    }
+    assert raw_key(back.shards[1].start) == {
+        "pk": {"S": "k#1"},
+        "ts": {"N": "1.50"},
+        "blob": {"B": b"\x00\xffraw"},
+    }
+    assert raw_key(back.shards[2].start or {}) == {"blob": {"B": b"\x01"}}
+
+
+def test_position_keeps_none_as_from_the_beginning() -> None:
+    """A shard not yet read resumes from its start: its position's start is None."""
+    assert position("k#3", None, False) == ShardPosition(key="k#3", start=None, done=False)
+    assert position("k#3", {"n": {"N": "5"}}, True) == ShardPosition(
+        key="k#3", start={"n": {"N": "5"}}, done=True
+    )
+
+
+@pytest.mark.parametrize("token", [None, 17, b"abc.def", "no-dot-here", "a.b.c", ""])
+def test_what_is_not_a_cursor_string_is_refused_first(token: Any) -> None:
+    """Not a string, or not exactly one dot: not a shardmodel cursor."""
+    assert refusal(token) == f"last_evaluated_key is not a shardmodel cursor; {FIX}"
+
+
+def test_a_body_that_is_not_base64_is_damaged() -> None:
+    """A body with a character count base64 cannot have is refused as bad encoding."""
+    assert refusal("a.0123") == f"last_evaluated_key is damaged (bad encoding); {FIX}"
+
+
+def test_a_changed_checksum_or_body_is_refused() -> None:
+    """One character off in either half fails the checksum."""
+    token = encode_cursor(cursor(position("k#0", None, False)))
+    body, checksum = token.split(".")
+    flipped = "0" if checksum[0] != "0" else "1"
+    message = f"last_evaluated_key was altered or truncated (checksum); {FIX}"
+    assert refusal(f"{body}.{flipped}{checksum[1:]}") == message
+    assert refusal(f"{body}.{checksum[:-1]}") == message
+    assert refusal(f"{body[:-4]}.{checksum}") == message
+
+
+def test_a_signed_payload_that_is_not_json_or_not_an_object_is_malformed() -> None:
+    """The checksum passes (anyone can compute it without a secret); the content is checked."""
+    assert refusal(token_of(b"{not json")) == (f"last_evaluated_key is malformed (not JSON); {FIX}")
+    assert refusal(forged([1, 2])) == f"last_evaluated_key is malformed (not an object); {FIX}"
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", None])
+def test_another_version_is_named_in_the_refusal(version: Any) -> None:
+    """A cursor of another format version says which it has and which this release reads."""
+    assert refusal(forged(payload(version=version))) == (
+        f"last_evaluated_key has cursor version {version!r}, this shardmodel reads version 1; {FIX}"
+    )
+
+
+def test_a_payload_without_a_version_is_refused_as_another_version() -> None:
+    """No version field at all reads as version None."""
+    data = payload()
+    del data["version"]
+    assert "has cursor version None" in refusal(forged(data))
+
+
+def malformed(problem: str) -> str:
+    return f"last_evaluated_key is malformed ({problem}); {FIX}"
+
+
+def test_fields_must_be_exactly_the_cursor_fields() -> None:
+    """An extra or a missing field is named with the expected set."""
+    data = payload(extra=1)
+    expected = "['forward', 'index', 'logical_key', 'model', 'shards', 'version']"
+    assert refusal(forged(data)) == malformed(
+        f"fields ['extra', 'forward', 'index', 'logical_key', 'model', 'shards', 'version'], "
+        f"expected {expected}"
+    )
+    data = payload()
+    del data["forward"]
+    assert refusal(forged(data)) == malformed(
+        f"fields ['index', 'logical_key', 'model', 'shards', 'version'], expected {expected}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("version", True),
+        ("model", 5),
+        ("model", None),
+        ("index", 3),
+        ("index", False),
+        ("logical_key", ["k"]),
+        ("forward", "false"),
+        ("forward", 1),
+        ("shards", {"k#0": None}),
+    ],
+)
+def test_each_field_has_its_type_strictly(field: str, value: Any) -> None:
+    """No "1" for 1, no 1 for True, no True for 1: each field is refused by name."""
+    assert refusal(forged(payload(**{field: value}))) == malformed(f"{field} is {value!r}")
+
+
+def test_an_index_name_and_a_descending_cursor_are_accepted() -> None:
+    """index may be a string or null; forward may be false."""
+    back = decode_cursor(forged(payload(index="by_type", forward=False)))
+    assert (back.index, back.forward) == ("by_type", False)
+
+
+def test_a_cursor_reads_at_least_one_shard() -> None:
+    """An empty shard list is refused."""
+    assert refusal(forged(payload(shards=[]))) == malformed("no shards")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "k#0",
+        None,
+        {"key": "k#0", "start": None},
+        {"key": "k#0", "start": None, "done": False, "extra": 1},
+    ],
+)
+def test_a_shard_entry_has_exactly_key_start_done(entry: Any) -> None:
+    """A shard entry that is not an object of the three fields is named."""
+    assert refusal(forged(payload(shards=[entry]))) == malformed(f"shard entry {entry!r}")
+
+
+@pytest.mark.parametrize("key", [3, "", None])
+def test_a_shard_key_is_a_nonempty_string(key: Any) -> None:
+    """The shard's physical key must be a non-empty string."""
+    shards = [{"key": key, "start": None, "done": False}]
+    assert refusal(forged(payload(shards=shards))) == malformed(f"shard key {key!r}")
+
+
+def test_a_shard_appears_once() -> None:
+    """The same physical key twice is refused at its second entry."""
+    shards = [
+        {"key": "k#0", "start": None, "done": False},
+        {"key": "k#1", "start": None, "done": True},
+        {"key": "k#0", "start": None, "done": True},
+    ]
+    assert refusal(forged(payload(shards=shards))) == malformed("shard key 'k#0'")
+
+
+@pytest.mark.parametrize("done", [1, "true", None])
+def test_done_is_a_boolean(done: Any) -> None:
+    """``done`` must be true or false, not a truthy stand-in."""
+    shards = [{"key": "k#0", "start": None, "done": done}]
+    assert refusal(forged(payload(shards=shards))) == malformed(f"done of shard 'k#0' is {done!r}")
+
+
+@pytest.mark.parametrize(
+    ("start", "problem"),
+    [
+        ({}, "{} is not a key"),
+        ([], "[] is not a key"),
+        ("pk", "'pk' is not a key"),
+        ({"pk": "k#0"}, "attribute 'pk' is 'k#0'"),
+        ({"pk": {}}, "attribute 'pk' is {}"),
+        ({"pk": {"S": "a", "N": "1"}}, "attribute 'pk' is {'S': 'a', 'N': '1'}"),
+        ({"pk": {"SS": "a"}}, "attribute 'pk' has type 'SS' and value 'a'"),
+        ({"ts": {"N": 5}}, "attribute 'ts' has type 'N' and value 5"),
+        ({"ts": {"N": "five"}}, "attribute 'ts' is not a valid N value"),
+        ({"ts": {"N": "NaN"}}, "attribute 'ts' is not a valid N value"),
+        ({"b": {"B": "not base64!"}}, "attribute 'b' is not a valid B value"),
+        ({"b": {"B": "AAAA!"}}, "attribute 'b' is not a valid B value"),  # strict base64
+    ],
+)
+def test_a_start_key_is_checked_attribute_by_attribute(start: Any, problem: str) -> None:
+    """Each attribute of a start key is one typed value of S, N or B, valid for its type."""
+    shards = [{"key": "k#0", "start": start, "done": False}]
+    assert refusal(forged(payload(shards=shards))) == malformed(f"start of shard 'k#0': {problem}")
+
+
+def test_valid_start_keys_of_every_type_pass_the_checks() -> None:
+    """A string, a number in any DynamoDB form and base64 binary are accepted as sent."""
+    start = {"pk": {"S": ""}, "ts": {"N": "-2.5E3"}, "b": {"B": "AAE="}}
+    shards = [{"key": "k#0", "start": start, "done": False}]
+    back = decode_cursor(forged(payload(shards=shards)))
+    assert back.shards[0].start == start
+    assert raw_key(start) == {"pk": {"S": ""}, "ts": {"N": "-2.5E3"}, "b": {"B": b"\x00\x01"}}

@@ -1,0 +1,672 @@
+"""The rules of a shard count change, phase by phase, on key layouts alone (no table).
+
+Which keys a write, a delete and a read reach in each phase, which copy a read keeps,
+how a process's view of the phase is cached and held, and which models are refused.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.indexes import (
+    AllProjection,
+    GlobalSecondaryIndex,
+    IncludeProjection,
+    KeysOnlyProjection,
+    LocalSecondaryIndex,
+)
+from pynamodb.models import Model
+
+from shardmodel import (
+    CounterAttribute,
+    DynamicShards,
+    HashShards,
+    KeyLayout,
+    RandomShards,
+    ShardConfigurationError,
+    ShardedKeyAttribute,
+    ShardedModel,
+    TimeBuckets,
+    UnknownShardError,
+)
+from shardmodel.engine import sharding_of
+from shardmodel.keyspace.phases import key_in, numbered_position, resized_layout, shard_count
+from shardmodel.keyspace.strategies import KeyValues
+from shardmodel.migration import (
+    ActiveMigration,
+    MigrationState,
+    MigrationStore,
+    Phase,
+    PhaseRules,
+    ReshardWatch,
+    follow,
+    unfollow,
+)
+from shardmodel.migration.rules import check_reshardable
+from shardmodel.testing import SimulatedClock
+
+KEY = KeyValues("k", {}, {})
+
+
+def state(phase: Phase, old: int = 16, new: int = 32) -> MigrationState:
+    return MigrationState(
+        table="phase-rules",
+        old_count=old,
+        new_count=new,
+        phase=phase,
+        changed_at=0.0,
+        settle_seconds=30.0,
+    )
+
+
+def random_shrink(phase: Phase) -> ActiveMigration:
+    """RandomShards 32 -> 16: new shard t receives old shards t and t + 16."""
+    old, new = KeyLayout(RandomShards(32)), KeyLayout(RandomShards(16))
+    return ActiveMigration(state(phase, 32, 16), old, new)
+
+
+def random_grow(phase: Phase) -> ActiveMigration:
+    old, new = KeyLayout(RandomShards(16)), KeyLayout(RandomShards(32))
+    return ActiveMigration(state(phase), old, new)
+
+
+def hash_grow(phase: Phase) -> ActiveMigration:
+    old = KeyLayout(HashShards(16, on=["seq"]))
+    new = KeyLayout(HashShards(32, on=["seq"]))
+    return ActiveMigration(state(phase), old, new)
+
+
+def seq_key(seq: int) -> KeyValues:
+    return KeyValues("k", {"seq": seq}, {"seq": str(seq)})
+
+
+def moving_seq() -> int:
+    """A sequence number whose hash shard differs between 16 and 32 shards."""
+    return next(s for s in range(100) if hashed(16, s) != hashed(32, s))
+
+
+def hashed(count: int, seq: int) -> str:
+    return f"k#{HashShards(count, on=['seq']).shard_of([str(seq)])}"
+
+
+# -- the phase table -------------------------------------------------------------------
+
+#: The runbook's table: phase -> (writes, deletes, reads, prefer new, old copy deleted first)
+TABLE = {
+    Phase.PREPARE: (("old",), ("old", "new"), ("old", "new"), False, False),
+    Phase.DUAL_WRITE: (("old", "new"), ("old", "new"), ("old", "new"), False, False),
+    Phase.BACKFILL: (("old", "new"), ("old", "new"), ("old", "new"), False, False),
+    Phase.READ_NEW: (("new", "old"), ("old", "new"), ("old", "new"), True, False),
+    Phase.NEW_ONLY: (("new",), ("old", "new"), ("old", "new"), True, True),
+    Phase.CLEANUP: (("new",), ("old", "new"), ("old", "new"), True, True),
+    Phase.DONE: (("new",), ("new",), ("new",), True, False),
+}
+
+
+@pytest.mark.parametrize("phase", list(Phase))
+def test_each_phase_follows_the_runbooks_table(phase: Phase) -> None:
+    """Writes, deletes, reads, the preferred copy and the delete order of every phase."""
+    writes, deletes, reads, prefer_new, old_first = TABLE[phase]
+    assert hash_grow(phase).rules == PhaseRules(writes, deletes, reads, prefer_new, old_first)
+
+
+def test_reads_cover_both_layouts_until_done() -> None:
+    """Every phase before done reads the union of both layouts' keys; done reads the new."""
+    migration = hash_grow(Phase.CLEANUP)
+    assert migration.read_layouts() == [migration.old, migration.new]
+    done = hash_grow(Phase.DONE)
+    assert done.read_layouts() == [done.new]
+    assert migration.layout("old") is migration.old
+    assert migration.layout("new") is migration.new
+
+
+# -- layouts ---------------------------------------------------------------------------
+
+
+def test_the_numbered_strategy_is_found_among_the_others() -> None:
+    """The one HashShards or RandomShards is the strategy whose count changes."""
+    layout = KeyLayout([TimeBuckets("at"), HashShards(16, on=["at"])])
+    assert numbered_position("Day", layout) == 1
+    assert numbered_position("Click", KeyLayout(RandomShards(4))) == 0
+    assert shard_count("Day", layout) == 16
+    resized = resized_layout("Day", layout, 40)
+    assert resized.strategies == (TimeBuckets("at"), HashShards(40, on=["at"]))
+    assert resized.separator == layout.separator
+
+
+@pytest.mark.parametrize(
+    ("strategies", "found"),
+    [([TimeBuckets("at")], 0), ([RandomShards(2), HashShards(2, on=["at"])], 2)],
+    ids=["none", "two"],
+)
+def test_a_layout_without_exactly_one_numbered_strategy_is_refused(
+    strategies: Any, found: int
+) -> None:
+    """No numbered strategy, or two: the count to change is ambiguous."""
+    with pytest.raises(ShardConfigurationError) as caught:
+        numbered_position("Day", KeyLayout(strategies))
+    assert str(caught.value) == (
+        "Day: a shard count change needs exactly one HashShards or RandomShards in the "
+        f"partition key's strategies, found {found}; DynamicShards keys change their counts "
+        "by themselves"
+    )
+
+
+def test_an_items_key_in_a_layout_recomputes_hashes_and_keeps_random_shards() -> None:
+    """Deterministic segments are computed again; random ones are kept as stored."""
+    seq = moving_seq()
+    assert key_in(KeyLayout(HashShards(32, on=["seq"])), seq_key(seq), hashed(16, seq)) == (
+        hashed(32, seq)
+    )
+    assert key_in(KeyLayout(RandomShards(32)), KEY, "k#7") == "k#7"
+
+
+def test_a_retired_random_shard_maps_to_its_number_modulo_the_new_count() -> None:
+    """Retiring, shard 28 of 32 becomes 12 of 16; without retire it stays (a grown shard)."""
+    sixteen = KeyLayout(RandomShards(16))
+    assert key_in(sixteen, KEY, "k#28", retire=True) == "k#12"
+    assert key_in(sixteen, KEY, "k#16", retire=True) == "k#0"
+    assert key_in(sixteen, KEY, "k#15", retire=True) == "k#15"
+    assert key_in(sixteen, KEY, "k#28") == "k#28"
+    one_based = KeyLayout(RandomShards(16), first_shard=1)  # "k#17" is shard 16
+    assert key_in(one_based, KEY, "k#17", retire=True) == "k#1"
+    assert key_in(one_based, KEY, "k#16", retire=True) == "k#16"
+
+
+# -- where writes and deletes go -------------------------------------------------------
+
+
+def test_a_write_goes_first_to_the_phases_first_layout() -> None:
+    """Before read_new the old key is the primary; from read_new on, the new key."""
+    seq = moving_seq()
+    rng = random.Random(0)
+    assert hash_grow(Phase.BACKFILL).primary_key(seq_key(seq), None, rng) == hashed(16, seq)
+    assert hash_grow(Phase.READ_NEW).primary_key(seq_key(seq), None, rng) == hashed(32, seq)
+    stored = hashed(16, seq)
+    assert hash_grow(Phase.READ_NEW).primary_key(seq_key(seq), stored, rng) == hashed(32, seq)
+    assert random_shrink(Phase.READ_NEW).primary_key(KEY, "k#20", rng) == "k#4"
+    assert random_shrink(Phase.BACKFILL).primary_key(KEY, "k#20", rng) == "k#20"
+    assert random_grow(Phase.READ_NEW).primary_key(KEY, "k#20", rng) == "k#20"
+    fresh = {random_shrink(Phase.READ_NEW).primary_key(KEY, None, rng) for _ in range(80)}
+    assert fresh == {f"k#{n}" for n in range(16)}  # a new item: a random new-layout shard
+
+
+def test_a_stored_random_item_needs_its_shard() -> None:
+    """A random item never loaded nor saved has no known key: refused, saying to load it."""
+    with pytest.raises(UnknownShardError) as caught:
+        random_shrink(Phase.BACKFILL).stored_key(KEY, None)
+    assert str(caught.value) == (
+        "key 'k' has no known shard: its strategy is random and this instance was neither "
+        "loaded nor saved; load it with get(...) first"
+    )
+    seq = moving_seq()
+    assert hash_grow(Phase.BACKFILL).stored_key(seq_key(seq), None) == hashed(16, seq)
+    assert random_shrink(Phase.READ_NEW).stored_key(KEY, "k#31") == "k#15"
+    assert random_shrink(Phase.PREPARE).stored_key(KEY, "k#31") == "k#31"
+
+
+def test_writes_mirror_to_the_other_layout_while_both_are_written() -> None:
+    """Dual write to read_new: the other layout's key too; new_only on: none."""
+    seq = moving_seq()
+    old, new = hashed(16, seq), hashed(32, seq)
+    assert hash_grow(Phase.PREPARE).mirror_keys(seq_key(seq), old) == []
+    assert hash_grow(Phase.DUAL_WRITE).mirror_keys(seq_key(seq), old) == [new]
+    assert hash_grow(Phase.READ_NEW).mirror_keys(seq_key(seq), new) == [old]
+    assert hash_grow(Phase.NEW_ONLY).mirror_keys(seq_key(seq), new) == []
+    same = next(s for s in range(100) if hashed(16, s) == hashed(32, s))
+    assert hash_grow(Phase.DUAL_WRITE).mirror_keys(seq_key(same), hashed(16, same)) == []
+
+
+def test_deletes_reach_both_layouts_until_done() -> None:
+    """A delete removes the other layout's copy in every phase but done."""
+    seq = moving_seq()
+    old, new = hashed(16, seq), hashed(32, seq)
+    assert hash_grow(Phase.PREPARE).delete_keys(seq_key(seq), old) == [new]
+    assert hash_grow(Phase.CLEANUP).delete_keys(seq_key(seq), new) == [old]
+    assert hash_grow(Phase.DONE).delete_keys(seq_key(seq), new) == []
+
+
+def test_shrinking_random_shards_a_new_key_has_every_old_key_that_folds_into_it() -> None:
+    """New shard 4 of 16 may hold the items of old shards 4 and 20; a retired key is itself."""
+    migration = random_shrink(Phase.READ_NEW)
+    assert migration.random_shrink is True
+    assert migration.keys_in("old", KEY, "k#4") == ["k#4", "k#20"]
+    assert migration.keys_in("old", KEY, "k#20") == ["k#20"]
+    assert migration.keys_in("new", KEY, "k#20") == ["k#4"]
+    assert migration.mirror_keys(KEY, "k#4") == ["k#20"]
+    assert random_shrink(Phase.BACKFILL).mirror_keys(KEY, "k#20") == ["k#4"]
+    wider = ActiveMigration(
+        state(Phase.READ_NEW, 40, 16), KeyLayout(RandomShards(40)), KeyLayout(RandomShards(16))
+    )
+    assert wider.keys_in("old", KEY, "k#3") == ["k#3", "k#19", "k#35"]
+    assert wider.keys_in("old", KEY, "k#16") == ["k#16"]  # retired: its own key only
+
+
+def test_only_a_shrink_of_random_shards_is_a_random_shrink() -> None:
+    """Growing, or changing a hash count, never folds several old keys into one."""
+    assert random_grow(Phase.READ_NEW).random_shrink is False
+    hash_shrink = ActiveMigration(
+        state(Phase.READ_NEW, 32, 16),
+        KeyLayout(HashShards(32, on=["seq"])),
+        KeyLayout(HashShards(16, on=["seq"])),
+    )
+    assert hash_shrink.random_shrink is False
+    assert random_grow(Phase.READ_NEW).keys_in("old", KEY, "k#4") == ["k#4"]
+    same = ActiveMigration(
+        state(Phase.READ_NEW, 16, 16), KeyLayout(RandomShards(16)), KeyLayout(RandomShards(16))
+    )
+    assert same.random_shrink is False
+
+
+def test_mirrors_onto_retired_shards_are_conditional_on_an_item_there() -> None:
+    """From a kept shard to a retired one only: the retired key may hold no original."""
+    migration = random_shrink(Phase.READ_NEW)
+    assert migration.is_moved_key("k#20") is True
+    assert migration.is_moved_key("k#16") is True
+    assert migration.is_moved_key("k#15") is False
+    assert migration.only_if_stored("k#4", "k#20") is True
+    assert migration.only_if_stored("k#20", "k#4") is False
+    assert migration.only_if_stored("k#4", "k#5") is False
+    assert random_grow(Phase.READ_NEW).only_if_stored("k#4", "k#20") is False
+
+
+# -- which copy a read keeps -----------------------------------------------------------
+
+
+def test_reads_prefer_the_old_copy_before_read_new_and_the_new_one_after() -> None:
+    """Of an item's two copies, the preferred layout's key is the one reads return."""
+    seq = moving_seq()
+    old, new = hashed(16, seq), hashed(32, seq)
+    before, after = hash_grow(Phase.BACKFILL), hash_grow(Phase.READ_NEW)
+    assert (before.is_preferred(seq_key(seq), old), before.is_preferred(seq_key(seq), new)) == (
+        True,
+        False,
+    )
+    assert (after.is_preferred(seq_key(seq), old), after.is_preferred(seq_key(seq), new)) == (
+        False,
+        True,
+    )
+    assert before.is_current(seq_key(seq), old) is True
+    assert after.is_current(seq_key(seq), new) is True
+
+
+def test_shrinking_random_shards_the_retired_original_is_current_until_read_new() -> None:
+    """Both copies sit at valid old keys: the one on the retired shard wins before read_new."""
+    before, after = random_shrink(Phase.BACKFILL), random_shrink(Phase.READ_NEW)
+    assert (before.is_current(KEY, "k#20"), before.is_current(KEY, "k#4")) == (True, False)
+    assert (after.is_current(KEY, "k#20"), after.is_current(KEY, "k#4")) == (False, True)
+    assert random_grow(Phase.BACKFILL).is_current(KEY, "k#20") is True
+
+
+def test_an_old_key_moves_when_its_new_key_differs() -> None:
+    """is_moved: whether the item has another new key, and which."""
+    migration = random_shrink(Phase.BACKFILL)
+    assert migration.is_moved(KEY, "k#20") == (True, "k#4")
+    assert migration.is_moved(KEY, "k#3") == (False, "k#3")
+
+
+# -- a process's view of the phase -----------------------------------------------------
+
+
+class PhaseModel(ShardedModel):
+    """Declares 16 hash shards of ``seq``."""
+
+    class Meta:
+        table_name = "phase-rules"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+
+
+class Store:
+    """Stands in for the state table: returns ``found`` and counts the reads."""
+
+    def __init__(self, found: MigrationState | None) -> None:
+        self.found = found
+        self.reads = 0
+
+    def read(self) -> MigrationState | None:
+        self.reads += 1
+        return self.found
+
+
+def watch_of(found: MigrationState | None, cache: float = 5.0) -> tuple[ReshardWatch, Any]:
+    store, clock = Store(found), SimulatedClock(start=1000.0)
+    watch = ReshardWatch(PhaseModel, store, cache_seconds=cache, clock=clock)  # type: ignore[arg-type]
+    return watch, clock
+
+
+def test_no_state_means_no_migration() -> None:
+    """Without a state item the model reads and writes its declared layout."""
+    watch, _ = watch_of(None)
+    assert watch.current() is None
+    assert watch.active(None) is None
+
+
+def test_the_state_gives_both_layouts_from_the_declared_one() -> None:
+    """The old and new layouts are the declared one with the old and new counts."""
+    watch, _ = watch_of(state(Phase.BACKFILL))
+    active = watch.current()
+    assert active is not None
+    assert active.state == state(Phase.BACKFILL)
+    assert active.old.strategies == (HashShards(16, on=["seq"]),)
+    assert active.new.strategies == (HashShards(32, on=["seq"]),)
+
+
+def test_a_finished_migration_the_code_already_declares_is_over() -> None:
+    """Done, with the new count declared: no migration; done with the old one: still one."""
+    watch, _ = watch_of(None)
+    assert watch.active(state(Phase.DONE, old=8, new=16)) is None
+    still = watch.active(state(Phase.DONE, old=16, new=32))
+    assert still is not None and still.rules.reads == ("new",)
+
+
+def test_a_declared_count_that_is_neither_side_is_refused() -> None:
+    """The code must declare the old count until the migration is done, then the new."""
+    watch, _ = watch_of(None)
+    with pytest.raises(ShardConfigurationError) as caught:
+        watch.active(state(Phase.BACKFILL, old=8, new=32))
+    assert str(caught.value) == (
+        "PhaseModel declares 16 shards, but the migration of table 'phase-rules' moves "
+        "8 -> 32 (phase backfill); declare 8 until the migration is done, then 32"
+    )
+
+
+def test_the_state_is_cached_for_cache_seconds() -> None:
+    """Read once, reused for less than cache_seconds, read again from then on."""
+    watch, clock = watch_of(state(Phase.BACKFILL), cache=5.0)
+    store = watch.store
+    watch.current()
+    clock.advance(4.9)
+    watch.current()
+    assert store.reads == 1
+    clock.advance(0.1)
+    watch.current()
+    assert store.reads == 2
+    watch.refresh()
+    assert store.reads == 3
+    uncached, _ = watch_of(None, cache=0)
+    uncached.current()
+    uncached.current()
+    assert uncached.store.reads == 2
+
+
+def test_an_operation_holds_one_view_of_the_phase() -> None:
+    """Inside an operation the model's migration keeps the view it began with, nested too."""
+    watch, clock = watch_of(state(Phase.BACKFILL), cache=0)
+    store = watch.store
+    engine = sharding_of(PhaseModel)
+    engine.watch = watch
+    try:
+        with engine.operation() as view:
+            assert view is not None and view.state.phase == Phase.BACKFILL
+            store.found = state(Phase.READ_NEW)  # type: ignore[attr-defined]
+            clock.advance(60)
+            assert engine.migration() is view
+            assert engine.placement().migration is view
+            with watch.held() as inner:
+                assert inner is view
+            assert engine.migration() is view
+        after = engine.migration()
+        assert after is not None and after.state.phase == Phase.READ_NEW
+    finally:
+        engine.watch = None
+
+
+def test_a_write_sees_one_view_of_the_phase() -> None:
+    """A write holds one view from its first request to its last; without a watch, none."""
+    watch = follow(PhaseModel, cache_seconds=0, clock=SimulatedClock(start=1000.0))
+    engine = sharding_of(PhaseModel)
+    try:
+        store = Store(state(Phase.BACKFILL))
+        watch.store = store  # type: ignore[assignment]
+        with engine.operation() as first:
+            store.found = state(Phase.READ_NEW)
+            assert engine.migration() is first
+            assert store.reads == 1
+        with engine.operation() as view:
+            assert view is not None and view.state.phase == Phase.READ_NEW
+    finally:
+        unfollow(PhaseModel)
+    with engine.operation() as nothing:
+        assert nothing is None
+
+
+def test_follow_checks_the_model_and_names_its_state_table() -> None:
+    """follow() refuses models it cannot reshard; its store is '<table>-reshard' or given."""
+    clock = SimulatedClock(start=5.0)
+    try:
+        watch = follow(PhaseModel, cache_seconds=2.5, clock=clock)
+        assert watch.cache_seconds == 2.5
+        assert watch.clock is clock
+        assert watch.model is PhaseModel
+        assert watch.store.table_name == "phase-rules-reshard"
+        assert follow(PhaseModel, table_name="states").store.table_name == "states"
+    finally:
+        unfollow(PhaseModel)
+    with pytest.raises(ShardConfigurationError):
+        follow(CountedByDay)
+    assert isinstance(MigrationStore(PhaseModel).table_name, str)
+
+
+def test_the_state_is_cached_for_five_seconds_by_default() -> None:
+    """The documented default cache of a process's view, for follow() and a watch alike."""
+    try:
+        assert follow(PhaseModel).cache_seconds == 5.0
+    finally:
+        unfollow(PhaseModel)
+    watch = ReshardWatch(PhaseModel, Store(None))  # type: ignore[arg-type]
+    assert watch.cache_seconds == 5.0
+
+
+def test_a_watched_model_without_a_numbered_strategy_is_named() -> None:
+    """A model whose layout has no count to change is refused by its name."""
+    watch = ReshardWatch(GrowsByItself, Store(None))  # type: ignore[arg-type]
+    with pytest.raises(ShardConfigurationError, match=r"^GrowsByItself: a shard count change"):
+        watch.active(state(Phase.BACKFILL))
+    layout = KeyLayout(TimeBuckets("at"))
+    for call in (lambda: shard_count("Day", layout), lambda: resized_layout("Day", layout, 2)):
+        with pytest.raises(ShardConfigurationError, match=r"^Day: a shard count change"):
+            call()
+
+
+# -- models a shard count change refuses -----------------------------------------------
+
+
+class Plain(Model):
+    class Meta:
+        table_name = "plain"
+
+    key = UnicodeAttribute(hash_key=True)
+
+
+class ByTeam(GlobalSecondaryIndex["TeamIndexed"]):
+    class Meta:
+        index_name = "by-team"
+        projection = AllProjection()
+
+    team = UnicodeAttribute(hash_key=True)
+
+
+class TeamIndexed(ShardedModel):
+    """Only an index key is sharded."""
+
+    class Meta:
+        table_name = "team-indexed"
+        region = "us-east-1"
+
+    key = UnicodeAttribute(hash_key=True)
+    team = ShardedKeyAttribute(strategy=RandomShards(4), null=True)
+    by_team = ByTeam()
+
+
+class GrowsByItself(ShardedModel):
+    """Dynamic shards: no fixed count to change."""
+
+    class Meta:
+        table_name = "grows-by-itself"
+        region = "us-east-1"
+
+    key = ShardedKeyAttribute(hash_key=True, strategy=DynamicShards())
+
+
+class ByTeams(GlobalSecondaryIndex["TeamsAndRegions"]):
+    class Meta:
+        index_name = "by-team"
+        projection = AllProjection()
+
+    team = UnicodeAttribute(hash_key=True)
+
+
+class ByRegion(GlobalSecondaryIndex["TeamsAndRegions"]):
+    class Meta:
+        index_name = "by-region"
+        projection = AllProjection()
+
+    region = UnicodeAttribute(hash_key=True)
+
+
+class TeamsAndRegions(ShardedModel):
+    """Two sharded index keys, no sharded table key."""
+
+    class Meta:
+        table_name = "teams-and-regions"
+        region = "us-east-1"
+
+    key = UnicodeAttribute(hash_key=True)
+    team = ShardedKeyAttribute(strategy=RandomShards(4), null=True)
+    region = ShardedKeyAttribute(strategy=RandomShards(2), null=True)
+    by_team = ByTeams()
+    by_region = ByRegion()
+
+
+class CountedByDay(ShardedModel):
+    class Meta:
+        table_name = "counted-by-day"
+        region = "us-east-1"
+
+    page = ShardedKeyAttribute(hash_key=True, strategy=HashShards(8, on=["day"]))
+    day = UnicodeAttribute(range_key=True)
+    views = CounterAttribute(default=0)
+
+
+class CountedAtRandom(ShardedModel):
+    class Meta:
+        table_name = "counted-at-random"
+        region = "us-east-1"
+
+    page = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(8))
+    views = CounterAttribute(default=0)
+
+
+class BySeq(LocalSecondaryIndex["LocallyIndexed"]):
+    class Meta:
+        index_name = "by-seq"
+        projection = AllProjection()
+
+    sensor = UnicodeAttribute(hash_key=True)
+    other = NumberAttribute(range_key=True)
+
+
+class LocallyIndexed(ShardedModel):
+    class Meta:
+        table_name = "locally-indexed"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+    other = NumberAttribute(null=True)
+    by_seq = BySeq()
+
+
+def hashed_on(on: list[str], projection: Any) -> type[ShardedModel]:
+    """A model sharded by a hash of ``on``, with an index on ``note`` of this projection."""
+
+    class ByNote(GlobalSecondaryIndex[Any]):
+        class Meta:
+            index_name = "by-note"
+
+        note = UnicodeAttribute(hash_key=True)
+
+    ByNote.Meta.projection = projection  # type: ignore[attr-defined]
+    namespace: dict[str, Any] = {
+        "Meta": type("Meta", (), {"table_name": "by-value", "region": "us-east-1"}),
+        "sensor": ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=on)),
+        "seq": NumberAttribute(range_key=True),
+        "value": UnicodeAttribute(null=True),
+        "other": UnicodeAttribute(null=True),
+        "note": UnicodeAttribute(null=True),
+        "by_note": ByNote(),
+    }
+    return type("ByValue", (ShardedModel,), namespace)
+
+
+def refusal(model: Any) -> str:
+    with pytest.raises(ShardConfigurationError) as caught:
+        check_reshardable(model)
+    return str(caught.value)
+
+
+def test_a_model_without_a_sharded_partition_key_is_refused() -> None:
+    """Nothing to reshard; an index's sharded key is named with how to change it."""
+    assert refusal(Plain) == "Plain: no sharded partition key to reshard"
+    assert refusal(TeamIndexed) == (
+        "TeamIndexed: no sharded partition key to reshard; an index's sharded key (team) "
+        "keeps its count: declare a new index attribute with the new count, save the items "
+        "again, switch the queries"
+    )
+    assert refusal(TeamsAndRegions).startswith(
+        "TeamsAndRegions: no sharded partition key to reshard; an index's sharded key "
+        "(region, team) keeps its count"
+    )
+    assert refusal(GrowsByItself).startswith("GrowsByItself: a shard count change needs")
+
+
+def test_a_counter_model_is_resharded_only_on_random_shards() -> None:
+    """Counters under HashShards are refused; under RandomShards they are accepted."""
+    assert refusal(CountedByDay) == (
+        "CountedByDay: a counter model is resharded only on RandomShards (it grows by "
+        "reading the new shards too); under HashShards each increment sits on a shard whose "
+        "number changes, and moving partial sums under concurrent adds is not exact; create "
+        "a new table and roll the counters up"
+    )
+    check_reshardable(CountedAtRandom)
+    check_reshardable(PhaseModel)
+
+
+def test_a_local_index_is_refused() -> None:
+    """A local index shares the partition key whose count would change under it."""
+    assert refusal(LocallyIndexed) == (
+        "LocallyIndexed: local secondary index 'by-seq' shares the table's partition key, "
+        "whose shard count would change under it (its cursors name the old layout's "
+        "shards); resharding a model with a local index is not supported, use a global "
+        "secondary index"
+    )
+
+
+def test_an_index_must_project_what_the_shard_is_computed_from() -> None:
+    """Keys-only without the hashed attribute: refused; projected or all: accepted."""
+    assert refusal(hashed_on(["value"], KeysOnlyProjection())) == (
+        "ByValue: index 'by-note' does not project value, which the partition key's shard is "
+        "computed from; an index read during the shard count change tells an item's two "
+        "copies apart by it: project it (IncludeProjection or AllProjection)"
+    )
+    assert "does not project value, other, which" in refusal(
+        hashed_on(["value", "other"], KeysOnlyProjection())
+    )
+    check_reshardable(hashed_on(["value"], IncludeProjection(["value"])))
+    check_reshardable(hashed_on(["value"], AllProjection()))
+
+
+def test_an_index_holds_the_table_keys_and_its_own_keys() -> None:
+    """Every index holds the table's keys and its own: sharding on those needs no projection."""
+    check_reshardable(hashed_on(["seq"], KeysOnlyProjection()))  # the table's range key
+    check_reshardable(hashed_on(["note"], KeysOnlyProjection()))  # the index's hash key
+    check_reshardable(hashed_on(["seq"], IncludeProjection(["other"])))
+    assert "does not project value" in refusal(
+        hashed_on(["seq", "value"], IncludeProjection(["other"]))
+    )
