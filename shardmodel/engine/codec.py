@@ -23,8 +23,6 @@ from pynamodb.expressions.update import Action
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.core.canonical import storable_number
-from shardmodel.engine.building import build_plan
-from shardmodel.engine.building import instantiate as build_instance
 from shardmodel.engine.items import (
     check_logical,
     instance_key_values,
@@ -36,16 +34,16 @@ from shardmodel.engine.items import (
 )
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
+from shardmodel.keyspace.keys import KeyLayout
 from shardmodel.request_bound import request_bound
 
 __all__ = [
     "check_actions",
     "check_counters_unchanged",
     "deserialize",
-    "from_raw_data",
     "home_key",
-    "instantiate",
     "key_condition",
+    "load",
     "logical_raw",
     "physical_condition",
     "pinned",
@@ -57,6 +55,8 @@ __all__ = [
 ]
 
 _RawItem = dict[str, dict[str, Any]]
+#: an item with logical keys, its physical key, its sharded index keys
+_Unsharded = tuple[_RawItem, str | None, dict[str, str] | None]
 _T = TypeVar("_T")
 
 
@@ -149,10 +149,14 @@ def logical_raw(
     model: type[Any], data: _RawItem
 ) -> tuple[_RawItem, str | None, dict[str, str] | None]:
     """The item with logical keys, its physical key and its sharded index keys."""
+    return _logical(sharding_of(model).spec.unshard_plan, data)
+
+
+def _logical(plan: tuple[tuple[str, KeyLayout, bool], ...], data: _RawItem) -> _Unsharded:
     physical = None
     index_keys: dict[str, str] | None = None
     logical_data = dict(data)  # botocore's item stays as stored (cursors read it)
-    for name, layout, is_table_key in sharding_of(model).spec.unshard_plan:
+    for name, layout, is_table_key in plan:
         stored = data.get(name)
         value = stored.get(STRING) if stored is not None else None
         if value is None:
@@ -286,38 +290,23 @@ def key_condition(item: Any, condition: Condition | None) -> Condition | None:
     return physical_condition(item, condition, stored_key(item))
 
 
-def instantiate(model: type[_T], attribute_values: _RawItem, plain: Callable[[_RawItem], _T]) -> _T:
-    """PynamoDB's instance from stored values, built without its double work.
-
-    ``plain`` is PynamoDB's own ``_instantiate``, for models the fast path does not cover.
-    """
-    plan = model.__dict__.get("_build_fields", False)
-    if plan is False:
-        plan = build_plan(model)
-        setattr(model, "_build_fields", plan)  # noqa: B010 - one plan per class
-    if plan is None:
-        return plain(attribute_values)
-    return build_instance(model, plan, attribute_values)
-
-
-def from_raw_data(model: type[_T], data: _RawItem, plain: Callable[[_RawItem], _T]) -> _T:
+def load(model: type[_T], data: _RawItem) -> _T:
     """An instance from a stored item: logical keys shown, physical keys kept.
 
-    ``plain`` is PynamoDB's own ``from_raw_data``, for a model with nothing sharded.
+    Runs for every item a read returns: one engine lookup, the keys rewritten in one pass.
     """
     if data is None:
         raise ValueError("Received no data to construct object")
-    if not sharding_of(model).spec.sharded:
-        instance = plain(data)
-    else:
-        logical_data, physical, index_keys = logical_raw(model, data)
-        instance = model._instantiate(logical_data)  # type: ignore[attr-defined]
-        if physical is not None:
-            instance._physical_key = physical
-        if index_keys:
-            instance._index_keys = index_keys
-    remember_counters(instance)
-    return instance
+    spec = sharding_of(model).spec
+    logical_data, physical, index_keys = _logical(spec.unshard_plan, data)
+    instance: Any = model._instantiate(logical_data)  # type: ignore[attr-defined]
+    if physical is not None:
+        instance._physical_key = physical
+    if index_keys:
+        instance._index_keys = index_keys
+    if spec.counters:
+        instance._loaded_counters = {n: getattr(instance, n) for n in spec.counters}
+    return instance  # type: ignore[no-any-return]
 
 
 def deserialize(item: Any, attribute_values: _RawItem, plain: Callable[[_RawItem], None]) -> None:

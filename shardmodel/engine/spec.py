@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attrs import frozen
+from attrs import field, frozen
 
 from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.keys import KeyLayout
@@ -31,6 +31,13 @@ class ShardingSpec:
     sharded: tuple[ShardedKeyAttribute, ...] = ()
     counters: tuple[str, ...] = ()
     counter_fields: tuple[str, ...] = ()
+    #: (name in the table, layout, is the table's key) of every sharded attribute: what
+    #: loading an item rewrites (worked out once: every item loaded reads it)
+    unshard_plan: tuple[tuple[str, KeyLayout, bool], ...] = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        plan = tuple((a.attr_name, a.layout, bool(a.is_hash_key)) for a in self.sharded)
+        object.__setattr__(self, "unshard_plan", plan)
 
     def table_key(self) -> ShardedKeyAttribute | None:
         """The table's sharded partition key (None: only index keys are sharded)."""
@@ -42,11 +49,6 @@ class ShardingSpec:
     def index_keys(self) -> tuple[ShardedKeyAttribute, ...]:
         """The sharded partition keys of global secondary indexes."""
         return tuple(a for a in self.sharded if not a.is_hash_key)
-
-    @property
-    def unshard_plan(self) -> tuple[tuple[str, KeyLayout, bool], ...]:
-        """(name in the table, layout, is the table's key) of every sharded attribute."""
-        return tuple((a.attr_name, a.layout, bool(a.is_hash_key)) for a in self.sharded)
 
     @property
     def dynamic(self) -> DynamicShards | None:

@@ -16,6 +16,7 @@ from pynamodb.models import BatchWrite, Model
 
 from shardmodel.dynamic.metadata import ShardMetadata
 from shardmodel.engine import codec, counting, counts, queries, reads, writes
+from shardmodel.engine.building import build_plan, instantiate
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardModelError, UnsupportedOperationError
@@ -99,12 +100,20 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     @classmethod
     def _instantiate(cls: type[_M], attribute_values: _RawItem) -> _M:
         """PynamoDB's instance from stored values, built without its double work."""
-        return codec.instantiate(cls, attribute_values, super()._instantiate)
+        plan = cls.__dict__.get("_build_fields", False)
+        if plan is False:
+            plan = build_plan(cls)
+            cls._build_fields = plan  # type: ignore[attr-defined]
+        if plan is None:  # a discriminator: PynamoDB's own path
+            return super()._instantiate(attribute_values)
+        return instantiate(cls, plan, attribute_values)
 
     @classmethod
     def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
         """Build an instance from a stored item: logical key shown, physical key kept."""
-        return codec.from_raw_data(cls, data, super().from_raw_data)
+        if sharding_of(cls).spec.sharded:
+            return codec.load(cls, data)
+        return super().from_raw_data(data)
 
     def deserialize(self, attribute_values: _RawItem) -> None:
         codec.deserialize(self, attribute_values, super().deserialize)
