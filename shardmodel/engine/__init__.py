@@ -4,8 +4,8 @@
 taken once per operation, answers every "where is this key" question.
 """
 
-from shardmodel.engine.placement import Copy, Placement
+from shardmodel.engine.placement import Placement
 from shardmodel.engine.sharding import Sharding, sharding_of
 from shardmodel.engine.spec import ShardingSpec
 
-__all__ = ["Copy", "Placement", "Sharding", "ShardingSpec", "sharding_of"]
+__all__ = ["Placement", "Sharding", "ShardingSpec", "sharding_of"]

@@ -1,72 +1,163 @@
-"""Index reads during a shard count change: each item once, the copy the phase prefers.
+"""Index reads during a layout change: each item once, from the copy that holds it.
 
-While an item is moved it has two copies (its old key and its new key) with the same
-attribute values, so a secondary index holds it twice. An index read keeps, of every
-copy it meets, only the one at the item's key in the layout the phase prefers (old until
-``read_new``, new from then on): a rule of the copy alone, so pages and cursors never
-see the item's other copy. The other copy is either the same item (dropped) or stale
-(an old copy in ``new_only``, a backfill copy still being checked: dropped too).
+While an item moves, its old copy and its new copy carry the same attribute values, so a
+secondary index holds it twice (a tombstone keeps only the key's inputs). An index read
+keeps, of every copy it meets whose table key moves, only the one that holds the item: it
+asks the table, one BatchGetItem of the item's keys
+(:func:`~shardmodel.keyspace.phases.authority`).
 
-A cursor carries the phase whose preference it read with; resumed at most one phase
-later it keeps that preference (both copies are still complete then, by the phase
-rules), resumed later still it is refused.
+A cursor also records where the read stood: the index sort key of the last item returned
+and the items returned with that sort key. A copy met later that sorts before it, or is
+one of those items, was returned already (its other copy), so a resume in any later phase
+returns each item once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import base64
+import json
+from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from attrs import evolve, frozen
+from attrs import frozen
 
-from shardmodel.engine.items import instance_key_values, sharded
+from shardmodel.engine.items import instance_key_values, key_text, sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import CursorError
-from shardmodel.keyspace.phases import PHASES, ActiveMigration, Phase
+from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER, ActiveMigration, authority
 
-__all__ = ["PHASE_MARK", "IndexCopies", "PreferredCopies", "index_copies", "split_cursor"]
+__all__ = ["PLACE_MARK", "IndexCopies", "PreferredCopies", "index_copies", "split_cursor"]
 
 _T = TypeVar("_T")
 
-#: The entry an index cursor (a key dict) carries for the phase it was read in.
-PHASE_MARK = "_shardmodel_phase"
-#: Between the phase and a merged query's cursor string.
+#: The entry an index cursor (a key dict) carries for where the read stood.
+PLACE_MARK = "_shardmodel_place"
+#: Between the place and a merged query's cursor string.
 _JOIN = "~"
 
 
-def split_cursor(token: Any) -> tuple[Any, Phase | None]:
-    """An index cursor without its phase mark, and the phase (None: unmarked)."""
-    if isinstance(token, dict) and PHASE_MARK in token:
-        rest = {k: v for k, v in token.items() if k != PHASE_MARK}
-        return rest, _phase(token[PHASE_MARK].get("S"))
+@frozen
+class Place:
+    """Where an index read stood: the last index sort key returned, and the items returned
+    with it (their table keys, logical: a copy of one of them is not returned again)."""
+
+    sort: Any
+    items: tuple[str, ...]
+
+
+def split_cursor(token: Any) -> tuple[Any, Place | None]:
+    """An index cursor without its place mark, and the place (None: unmarked)."""
+    if isinstance(token, dict) and PLACE_MARK in token:
+        rest = {k: v for k, v in token.items() if k != PLACE_MARK}
+        return rest, _place(token[PLACE_MARK].get("S"))
     if isinstance(token, str) and _JOIN in token:
         mark, rest_text = token.split(_JOIN, 1)
-        return rest_text, _phase(mark)
+        return rest_text, _place(mark)
     return token, None
 
 
-def _phase(text: Any) -> Phase:
+def _place(text: Any) -> Place:
     try:
-        return Phase(text)
-    except ValueError:
+        data = json.loads(base64.urlsafe_b64decode(str(text).encode("ascii")))
+        kind, value = data["sort"]
+        if kind not in ("S", "N", "B") or not isinstance(value, str):
+            raise ValueError(f"sort key {data['sort']!r}")
+        return Place([kind, value], tuple(str(i) for i in data["items"]))
+    except (ValueError, KeyError, TypeError) as error:
         raise CursorError(
-            f"last_evaluated_key names the phase {text!r}, which is not a migration phase; "
-            "pass the cursor of a query unchanged, or start over"
-        ) from None
+            "last_evaluated_key carries a damaged index position; pass the cursor of an "
+            "index query unchanged, or start over"
+        ) from error
+
+
+def _place_text(place: Place) -> str:
+    data = json.dumps({"sort": place.sort, "items": list(place.items)}, sort_keys=True)
+    return base64.urlsafe_b64encode(data.encode("utf-8")).decode("ascii")
 
 
 @frozen
 class IndexCopies:
-    """How one index read picks copies: the migration as of the phase it reads in."""
+    """How one index read of ``model`` picks copies during ``migration``."""
 
+    model: Any
     migration: ActiveMigration
+    index_sort: Any  # the index's sort key attribute (None: none)
+    resumed: Place | None
 
     def keep(self, item: Any) -> bool:
-        """True for the copy of ``item`` this read returns."""
+        """True for the copy of ``item`` that holds it (asking the table where it moves)."""
         physical = getattr(item, "_physical_key", None)
         if physical is None:
             return True
-        return self.migration.is_preferred(instance_key_values(item), physical)
+        key = instance_key_values(item)
+        new_key = self.migration.new_key(key, physical)
+        olds = self.migration.old_keys(key, physical)
+        keys = list(dict.fromkeys([*olds, new_key]))
+        if keys == [physical]:
+            return True
+        model = self.model
+        attr = sharded(model)
+        range_attr = model._range_key_attribute()
+        range_value = None
+        if range_attr is not None:
+            range_value = range_attr.serialize(getattr(item, model._range_keyname))
+        requests = []
+        for candidate in keys:
+            request: dict[str, Any] = {attr.attr_name: candidate}
+            if range_attr is not None:
+                request[range_attr.attr_name] = range_value
+            requests.append(request)
+        names = [attr.attr_name, MOVE_MARKER, COPY_MARKER]
+        if range_attr is not None:
+            names.append(range_attr.attr_name)
+        found = sharding_of(model).executor.batch_get(requests, True, names)
+        by_key = {raw[attr.attr_name]["S"]: raw for raw in found}
+        old = [by_key[k] for k in olds if k in by_key and k != new_key]
+        holder = authority(old, by_key.get(new_key))
+        return holder is not None and holder[attr.attr_name]["S"] == physical
+
+    def seen(self, item: Any) -> bool:
+        """True when a resumed read returned ``item`` already (through its other copy)."""
+        if self.resumed is None or self.index_sort is None:
+            return False
+        sort = self.sort_of(item)
+        if sort is None:
+            return False
+        mark = _order(self.resumed.sort)
+        if sort < mark:
+            return True
+        return sort == mark and self.ident(item) in self.resumed.items
+
+    def sort_text(self, item: Any) -> list[str] | None:
+        """An item's index sort key as ``[type, canonical text]`` (None: it has none)."""
+        value = getattr(item, self.index_sort_name, None)
+        if value is None:
+            return None
+        kind = self.index_sort.attr_type
+        serialized = self.index_sort.serialize(value)
+        if kind == "B":
+            raw = serialized if isinstance(serialized, bytes) else str(serialized).encode()
+            return [kind, base64.b64encode(raw).decode("ascii")]
+        return [kind, str(key_text(self.index_sort, serialized))]
+
+    def sort_of(self, item: Any) -> Any:
+        text = self.sort_text(item)
+        return None if text is None else _order(text)
+
+    @property
+    def index_sort_name(self) -> str:
+        for name, attr in self.model.get_attributes().items():
+            if attr.attr_name == self.index_sort.attr_name:
+                return str(name)
+        return ""
+
+    def ident(self, item: Any) -> str:
+        """An item's logical table key, as text."""
+        model = self.model
+        logical = getattr(item, sharded(model).attr_name)
+        range_value = getattr(item, model._range_keyname) if model._range_keyname else None
+        return json.dumps([logical, str(range_value)])
 
     def projection(self, model: Any, attributes_to_get: Any) -> list[str] | None:
         """``attributes_to_get`` and what :meth:`keep` reads (the table key's inputs)."""
@@ -76,66 +167,84 @@ class IndexCopies:
         attributes = model.get_attributes()
         names = [attributes[name].attr_name for name in attr.layout.attributes]
         keys = [a.attr_name for a in (attr, model._range_key_attribute()) if a is not None]
-        return list(dict.fromkeys([*attributes_to_get, *keys, *names]))
+        extra = [self.index_sort.attr_name] if self.index_sort is not None else []
+        return list(dict.fromkeys([*attributes_to_get, *keys, *names, *extra]))
 
     def wrap(self, results: Any, limit: int | None) -> PreferredCopies[Any]:
-        return PreferredCopies(results, self.keep, limit, self.migration.state.phase)
+        return PreferredCopies(results, self, limit)
 
 
-def index_copies(model: Any, token: Any) -> tuple[IndexCopies | None, Any]:
+def _order(sort: Any) -> Any:
+    """A ``[type, text]`` index sort key in DynamoDB's order (numbers by value, else bytes)."""
+    kind, text = sort
+    if kind == "N":
+        return Decimal(text)
+    if kind == "B":
+        return base64.b64decode(text)
+    return str(text).encode("utf-8")
+
+
+def index_copies(model: Any, token: Any, index_sort: Any) -> tuple[IndexCopies | None, Any]:
     """The copy rule of an index read of ``model`` (None: no migration) and its cursor."""
-    start, phase = split_cursor(token)
+    start, place = split_cursor(token)
     migration = sharding_of(model).migration()
     if migration is None:
         return None, start
-    if phase is not None:
-        lag = PHASES.index(migration.state.phase) - PHASES.index(phase)
-        if not 0 <= lag <= 1:
-            raise CursorError(
-                f"last_evaluated_key was taken in phase {phase.value} of the shard count "
-                f"change, now in phase {migration.state.phase.value}: an index cursor "
-                "resumes at most one phase later (the copies it skipped may be gone); "
-                "start the index query over"
-            )
-        migration = evolve(migration, state=evolve(migration.state, phase=phase))
-    return IndexCopies(migration), start
+    return IndexCopies(model, migration, index_sort, place), start
 
 
 class PreferredCopies(Generic[_T]):
-    """An index query's items, each logical item once; its cursor carries the phase."""
+    """An index query's items, each logical item once; its cursor carries its place."""
 
-    def __init__(
-        self, results: Any, keep: Callable[[Any], bool], limit: int | None, phase: Phase
-    ) -> None:
+    def __init__(self, results: Any, copies: IndexCopies, limit: int | None) -> None:
         self._results = results
-        self._keep = keep
+        self._copies = copies
         self._limit = limit
-        self._phase = phase
+        self._place = copies.resumed
         self.total_count = 0
 
     def __iter__(self) -> Iterator[_T]:
         return self
 
     def __next__(self) -> _T:
+        copies = self._copies
         while self._limit is None or self.total_count < self._limit:
             item = next(self._results)
-            if self._keep(item):
-                self.total_count += 1
-                return item  # type: ignore[no-any-return]
+            if copies.seen(item) or not copies.keep(item):
+                continue
+            self.total_count += 1
+            self._remember(item)
+            return item  # type: ignore[no-any-return]
         close = getattr(self._results, "close", None)
         if close is not None:
             close()  # a merged query may have shard requests in flight
         raise StopIteration
 
+    def _remember(self, item: Any) -> None:
+        copies = self._copies
+        if copies.index_sort is None:
+            return
+        sort = copies.sort_text(item)
+        if sort is None:
+            return
+        ident = copies.ident(item)
+        if self._place is not None and self._place.sort == sort:
+            self._place = Place(sort, (*self._place.items, ident))
+        else:
+            self._place = Place(sort, (ident,))
+
     @property
     def last_evaluated_key(self) -> Any:
-        """The inner query's cursor, marked with the phase whose preference it read."""
+        """The inner query's cursor, marked with where this read stood."""
         inner = self._results.last_evaluated_key
         if inner is None:
             return None
+        if self._place is None:
+            return inner
+        text = _place_text(self._place)
         if isinstance(inner, dict):
-            return {**inner, PHASE_MARK: {"S": self._phase.value}}
-        return f"{self._phase.value}{_JOIN}{inner}"
+            return {**inner, PLACE_MARK: {"S": text}}
+        return f"{text}{_JOIN}{inner}"
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._results, name)  # requests, consumed capacity, close, ...

@@ -27,7 +27,7 @@ class GroupedQuery(Generic[_T]):
         self,
         merged: MergedQuery[_RawItem],
         same: Callable[[_RawItem, _RawItem], bool],
-        combine: Callable[[list[_RawItem]], _RawItem],
+        combine: Callable[[list[_RawItem]], _RawItem | None],
         build: Callable[[_RawItem], _T],
         limit: int | None,
         seen: Callable[[_RawItem], bool] | None = None,
@@ -51,11 +51,13 @@ class GroupedQuery(Generic[_T]):
             raise StopIteration
         while True:
             combined = self._next_combined()
+            if combined is None:
+                continue  # no item: a moved item's tombstone, or a deleted one's
             if self._keep is None or self._keep(combined):
                 self.total_count += 1
                 return self._build(combined)
 
-    def _next_combined(self) -> _RawItem:
+    def _next_combined(self) -> _RawItem | None:
         first = next(self._merged)
         while self._seen is not None and self._seen(first):
             first = next(self._merged)

@@ -3,17 +3,16 @@
 A :class:`Placement` is taken once at the start of an operation and does not change
 while it runs. Its sources compose into it: the declared layout of the key attribute,
 the shard count change in progress as the process saw it then (an
-:class:`~shardmodel.migration.rules.ActiveMigration`), and the shard counts of the
+:class:`~shardmodel.keyspace.phases.ActiveMigration`), and the shard counts of the
 dynamic keys the operation touches. Every path asks it, and nothing else works out
 keys:
 
 * :meth:`Placement.partitions`: the physical keys a read touches, grouped in the order
   groups are read (a get's candidates are one group); the one enumeration;
-* :meth:`Placement.write_key`, :meth:`Placement.stored_key`: the key a write goes to;
-* :meth:`Placement.copies`: the other keys a write or delete reaches, and whether each
-  is written only where the item already is;
-* :meth:`Placement.current`, :meth:`Placement.preferred`: which of an item's copies
-  found together is the one reads return.
+* :meth:`Placement.write_key`, :meth:`Placement.stored_key`: the key a write goes to
+  (during a layout change, the item's old or new key as the phase says);
+* :meth:`Placement.fence_keys`: the old keys a write to a new key fences first;
+* :meth:`Placement.current`: which of an item's copies found together holds it.
 """
 
 from __future__ import annotations
@@ -21,36 +20,20 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attrs import evolve, field, frozen
 
 from shardmodel.errors import UnknownShardError
 from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
+from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER, ActiveMigration, authority
 from shardmodel.keyspace.strategies import KeyValues, Segment, ShardCount, TimeBounds
 from shardmodel.request_bound import check_fan_out
 
-if TYPE_CHECKING:
-    from shardmodel.keyspace.phases import ActiveMigration
-
-__all__ = ["Copy", "Placement"]
+__all__ = ["Placement"]
 
 _RawItem = dict[str, dict[str, Any]]
-
-
-@frozen
-class Copy:
-    """One more key a write reaches besides its primary key.
-
-    Attributes:
-        key: the physical key.
-        only_if_stored: write there only if an item already is (a retired shard that
-            may hold this item's original; an empty one must stay empty).
-    """
-
-    key: str
-    only_if_stored: bool = False
 
 
 @frozen
@@ -166,7 +149,7 @@ class Placement:
         """
         if self.migration is None:
             return self.read_keys(key, what=what, bound=bound)
-        layout = self.migration.layout("old" if token else self.migration.rules.writes[0])
+        layout = self.migration.layout("old" if token else self.migration.rules.writes)
         return Placement(layout, counts=self.counts).read_keys(key, what=what, bound=bound)
 
     def dynamic_keys(self, logical: str, shards: range) -> list[str]:
@@ -175,19 +158,28 @@ class Placement:
 
     def current(
         self, copies: Sequence[_RawItem], key_of: Callable[[_RawItem], KeyValues]
-    ) -> _RawItem:
-        """Of one item's copies found together, the one reads return (and updates go to).
+    ) -> _RawItem | None:
+        """Of one item's copies found together, the one that holds it (None: none does).
 
-        During a shard count change: the copy at the item's key in the layout the phase
-        prefers. While a compaction moves a dynamic key's item: the copy on the retired
-        (highest-numbered) shard, the one it was loaded from before the compaction.
+        During a layout change: the old copy while it is not fenced or its move is in
+        progress, else the new copy (:func:`~shardmodel.keyspace.phases.authority`); a
+        tombstone alone means the item moved and was deleted. While a compaction moves a
+        dynamic key's item: the copy on the retired (highest-numbered) shard, the one it
+        was loaded from before the compaction.
         """
-        if len(copies) == 1:
-            return copies[0]
-        if self.migration is not None:
+        migration = self.migration
+        if migration is not None:
+            old: list[_RawItem] = []
+            new: _RawItem | None = None
             for raw in copies:
-                if self.migration.is_current(key_of(raw), self._physical_of(raw)):
-                    return raw
+                physical = self._physical_of(raw)
+                if migration.is_old_key(key_of(raw), physical):
+                    old.append(raw)
+                else:
+                    new = raw
+            found = authority(old, new)
+            return None if found is None else _unmarked(found)
+        if len(copies) == 1:
             return copies[0]
         return max(copies, key=self._dynamic_shard)
 
@@ -199,10 +191,6 @@ class Placement:
         position = next(i for i, s in enumerate(layout.strategies) if isinstance(s, DynamicShards))
         return int(layout.split(self._physical_of(raw))[1][position]) - layout.first_shard
 
-    def preferred(self, key: KeyValues, physical: str) -> bool:
-        """True when ``physical`` is the copy of the item a read keeps (by the copy alone)."""
-        return self.migration is None or self.migration.is_preferred(key, physical)
-
     # -- writes -------------------------------------------------------------------------
 
     def write_key(self, key: KeyValues, existing: str | None, rng: random.Random) -> str:
@@ -213,7 +201,7 @@ class Placement:
         """
         known = existing if self.belongs(existing, key.logical_key) else None
         if self.migration is not None:
-            return self.migration.primary_key(key, known, rng)
+            return self.migration.write_key(key, known, rng)
         if known is not None:
             return self.layout.repick(key, known, rng)
         return self.layout.pick(key, rng)
@@ -245,20 +233,23 @@ class Placement:
         """True when ``existing``, a remembered physical key, is one of ``logical``'s."""
         return existing is not None and self.layout.logical_key(existing) == logical
 
-    def copies(self, key: KeyValues, primary: str, delete: bool) -> list[Copy]:
-        """The other keys a write (or delete) of the item at ``primary`` reaches."""
-        migration = self.migration
-        if migration is None:
-            return []
-        others = (migration.delete_keys if delete else migration.mirror_keys)(key, primary)
-        return [Copy(k, not delete and migration.only_if_stored(primary, k)) for k in others]
+    def fence_keys(self, key: KeyValues, new_key: str) -> list[str]:
+        """The old keys a write at ``new_key`` fences first (none outside a migration)."""
+        return [] if self.migration is None else self.migration.fence_keys(key, new_key)
 
     @property
-    def old_first(self) -> bool:
-        """True when a delete removes the old copy before its primary (new) one."""
-        return self.migration is not None and self.migration.rules.old_first
+    def writes_new(self) -> bool:
+        """True when writes go to new keys, fencing the old first."""
+        return self.migration is not None and self.migration.rules.writes == "new"
 
     @property
-    def random_shrink(self) -> bool:
-        """True during a shrink of RandomShards (a batch cannot carry its conditions)."""
-        return self.migration is not None and self.migration.random_shrink
+    def fenced(self) -> bool:
+        """True when old-key writes carry the condition that the old copy is not fenced."""
+        return self.migration is not None and self.migration.rules.fenced
+
+
+def _unmarked(raw: _RawItem) -> _RawItem:
+    """A copy as reads show it: without the move's bookkeeping attributes."""
+    if MOVE_MARKER not in raw and COPY_MARKER not in raw:
+        return raw
+    return {k: v for k, v in raw.items() if k not in (MOVE_MARKER, COPY_MARKER)}

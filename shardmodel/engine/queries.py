@@ -90,7 +90,9 @@ def query(
         check_index_read(model, "query", attributes_to_get, filter_condition is not None)
     if index_name is not None and not all_copies and spec.table_key() is not None:
         # during a shard count change an index holds an item's two copies: keep one
-        copies, last_evaluated_key = index_copies(model, last_evaluated_key)
+        copies, last_evaluated_key = index_copies(
+            model, last_evaluated_key, query_attribute(model, index_name, "range")
+        )
         if copies is not None:
             results = query(
                 model,
@@ -210,7 +212,7 @@ def _grouped(
             key_text(range_attr, first[name][kind]) == key_text(range_attr, other[name][kind])
         )
 
-    def combine(run: list[dict[str, Any]]) -> dict[str, Any]:
+    def combine(run: list[dict[str, Any]]) -> dict[str, Any] | None:
         item = run[0]
         if not counters:
             return placement.current(run, lambda raw: _raw_key_values(model, raw))

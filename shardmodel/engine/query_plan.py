@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
-from pynamodb.expressions.operand import Path
 
 from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.engine.cursor import Cursor, decode_cursor
@@ -30,7 +29,7 @@ from shardmodel.expressions.conditions import (
     check_paging,
 )
 from shardmodel.keyspace.keys import PhysicalKey
-from shardmodel.keyspace.phases import COPY_MARKER
+from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER
 from shardmodel.keyspace.strategies import ShardCount, TimeBounds
 from shardmodel.keyspace.time_buckets import TimeBuckets
 from shardmodel.request_bound import request_bound
@@ -253,10 +252,6 @@ def plan_query(
     forward = scan_index_forward is not False
     table = index_name is None
     migrating = table and placement.migration is not None
-    if table and not spec.counters and migrating:
-        # an unchecked backfill copy: its original is read instead (counters: no copies)
-        unchecked = Path(COPY_MARKER).does_not_exist()
-        filter_condition = unchecked if filter_condition is None else filter_condition & unchecked
     groups = query_groups(
         model,
         placement,
@@ -284,13 +279,20 @@ def plan_query(
     key_names = tuple(dict.fromkeys(a.attr_name for a in key_attrs if a is not None))
     projection = with_keys(model, attributes_to_get, key_names)
     counters = bool(spec.counters) and table
-    # a counter model's filter must see summed items: applied after summing, on whole
-    # items, and the projection after it (shardmodel.expressions.filters)
-    local_filter = filter_condition if counters else None
+    # a counter model's filter must see summed items, and during a layout change the
+    # filter must see the copy that holds each item (another copy may match it or not):
+    # applied on the client to whole combined items, and the projection after it
+    local = counters or migrating
+    local_filter = filter_condition if local else None
+    fetched = projection
+    if migrating and projection is not None:  # which copy holds an item: their markers say
+        fetched = [*projection, MOVE_MARKER, COPY_MARKER]
+    if moving and resumed is not None:
+        resumed = _restart_at_mark(resumed, groups, key_names, forward, model)
     fetch = {
         "range_key_condition": range_key_condition,
-        "filter_condition": None if counters else filter_condition,
-        "attributes_to_get": projection if local_filter is None else None,
+        "filter_condition": None if local else filter_condition,
+        "attributes_to_get": fetched if local_filter is None else None,
         "consistent_read": consistent_read,
         "index_name": index_name,
         "return_consumed_capacity": "TOTAL",
@@ -308,3 +310,38 @@ def plan_query(
         local_filter=local_filter,
         forward=forward,
     )
+
+
+def _restart_at_mark(
+    resumed: Cursor,
+    groups: list[list[str]],
+    key_names: tuple[str, ...],
+    forward: bool,
+    model: type[Any],
+) -> Cursor:
+    """A moving key's cursor, restarted on every shard after what it returned last.
+
+    Items of a key being moved (a layout change, a compaction) can land on a shard after
+    the cursor recorded it finished, even one that did not exist yet; so every shard the
+    query reads now starts after the cursor's last sort key, and what sorts at it was
+    returned already (the merge skips it).
+    """
+    from shardmodel.engine.cursor import ShardPosition
+    from shardmodel.engine.merge import dynamodb_sort_key
+
+    range_attr = model._range_key_attribute()
+    marks = [p.start for p in resumed.shards if p.start is not None]
+    if range_attr is None or not marks:
+        return evolve(
+            resumed,
+            shards=tuple(ShardPosition(key, None, False) for group in groups for key in group),
+        )
+    sort_key = dynamodb_sort_key(range_attr)
+    mark = (max if forward else min)(marks, key=sort_key)
+    hash_name, range_name = key_names[0], range_attr.attr_name
+    positions = tuple(
+        ShardPosition(key, {hash_name: {"S": key}, range_name: mark[range_name]}, False)
+        for group in groups
+        for key in group
+    )
+    return evolve(resumed, shards=positions)

@@ -25,7 +25,7 @@ from shardmodel.engine.items import (
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import DuplicateItemError, UnsupportedOperationError
 from shardmodel.keyspace.keys import PhysicalKey
-from shardmodel.keyspace.phases import COPY_MARKER
+from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER
 from shardmodel.request_bound import request_bound
 
 __all__ = [
@@ -84,11 +84,9 @@ def _resolve(
     projection = with_keys(model, attributes_to_get)
     placement = engine.placement()
     migrating = placement.migration is not None
-    if migrating and projection is not None:
-        projection.append(COPY_MARKER)
+    if migrating and projection is not None:  # which copy holds an item: their markers say
+        projection.extend((MOVE_MARKER, COPY_MARKER))
     raw_items = engine.executor.batch_get(keys, consistent_read, projection)
-    if migrating:  # an unchecked backfill copy: its original is read instead
-        raw_items = [raw for raw in raw_items if COPY_MARKER not in raw]
     by_key: dict[tuple[str, Any], _RawItem] = {}
     for raw in raw_items:
         range_value_ = (
@@ -100,7 +98,8 @@ def _resolve(
         if hits and engine.spec.counters:
             yield merge_shares(model, [by_key[(p, range_ser)] for p in hits], candidates[0])
             continue
-        if len(hits) > 1 and placement.moving:  # a compaction or a shard count change
+        if (hits and migrating) or (len(hits) > 1 and placement.moving):
+            # a layout change (a tombstone alone is no item) or a compaction's two copies
             yield placement.current(
                 [by_key[(p, range_ser)] for p in hits], lambda raw: _raw_key_values(model, raw)
             )

@@ -1,8 +1,10 @@
-"""Writes of sharded items: save, update, delete, their copies, batches and transactions.
+"""Writes of sharded items: save, update, delete, batches and transactions.
 
 Each write takes one placement when it begins (``Sharding.operation``) and follows it to
-its last request: the primary key, then the other keys a shard count change needs
-(:meth:`~shardmodel.engine.placement.Placement.copies`), in the order the phase names.
+its last request. During a layout change it writes the item's one owning copy: the old
+key, on the condition that no move fenced it (else, and once the phase says so, the new
+key, after fencing the old: :mod:`shardmodel.engine.moves`). An item is never written
+under two keys, so a delete cannot leave a copy behind and no copy goes stale.
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pynamodb.constants import STRING
-from pynamodb.exceptions import PutError
+from pynamodb.exceptions import PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
@@ -19,26 +20,121 @@ from pynamodb.expressions.update import Action
 from shardmodel.engine.codec import (
     check_actions,
     physical_condition,
-    pinned,
     stored_key,
     write_key,
 )
 from shardmodel.engine.items import instance_key_values, sharded
+from shardmodel.engine.moves import Mover
+from shardmodel.engine.placement import Placement
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
+from shardmodel.keyspace.phases import MOVE_MARKER
 from shardmodel.retry import is_condition_failure
 
 __all__ = [
     "batch_delete",
     "batch_save",
     "delete",
+    "mover_of",
     "refuse_in_migration",
     "save",
     "update",
-    "write_copies",
 ]
 
 _T = TypeVar("_T")
+#: A write of the item: PynamoDB's own save/update/delete with this condition.
+_Write = Callable[[Condition | None], Any]
+
+
+def mover_of(model: type[Any]) -> Mover:
+    """What moves ``model``'s items during a layout change (its table, its keys)."""
+    client = sharding_of(model).executor.connection().connection.client
+    range_attr = model._range_key_attribute()
+    attr = sharded(model)
+    attributes = model.get_attributes()
+    keys = {attr.attr_name, range_attr.attr_name if range_attr is not None else ""}
+    inputs = tuple(
+        attributes[name].attr_name
+        for name in attr.layout.attributes
+        if attributes[name].attr_name not in keys
+    )
+    return Mover(
+        client,
+        model.Meta.table_name,
+        attr.attr_name,
+        range_attr.attr_name if range_attr is not None else None,
+        inputs,
+    )
+
+
+def _range_value(item: Any) -> dict[str, Any] | None:
+    """The item's sort key as DynamoDB stores it (None on a model without one)."""
+    model = type(item)
+    range_attr = model._range_key_attribute()
+    if range_attr is None:
+        return None
+    return {range_attr.attr_type: range_attr.serialize(getattr(item, model._range_keyname))}
+
+
+def _inputs(item: Any) -> dict[str, Any]:
+    """The item's stored values of what its key is computed from (a tombstone keeps them)."""
+    model = type(item)
+    attributes = model.get_attributes()
+    found: dict[str, Any] = {}
+    for name in sharded(model).layout.attributes:
+        attr = attributes[name]
+        value = getattr(item, name, None)
+        if value is not None and not attr.is_hash_key and not attr.is_range_key:
+            found[attr.attr_name] = {attr.attr_type: attr.serialize(value)}
+    return found
+
+
+def _fence_old(item: Any, placement: Placement, new_key: str, redirected: bool = False) -> None:
+    """Before writing ``item`` at ``new_key``: no old key may hold it any more.
+
+    ``redirected``: an old-key write found the old copy fenced (a phase where processes
+    still write old keys): its move is finished and the old keys fenced first.
+    """
+    migration = placement.migration
+    assert migration is not None
+    key = instance_key_values(item)
+    if redirected:
+        olds, tombstones = migration.other_old_keys(key, new_key), True
+    else:
+        olds, tombstones = migration.fence_keys(key, new_key), migration.rules.fence == "tombstone"
+    if olds:
+        mover_of(type(item)).fence_old(
+            olds, _range_value(item), _inputs(item), new_key, tombstones=tombstones
+        )
+
+
+def _migrating(item: Any, placement: Placement, write: _Write, condition: Condition | None) -> Any:
+    """Run ``write`` on the copy that owns the item in this phase (see the module)."""
+    migration = placement.migration
+    assert migration is not None
+    if placement.writes_new:
+        _fence_old(item, placement, stored_key(item) if item._physical_key else write_key(item))
+        return write(condition)
+    if not placement.fenced:
+        return write(condition)
+    fence = Path(MOVE_MARKER).does_not_exist()
+    try:
+        return write(fence if condition is None else condition & fence)
+    except PynamoDBException as error:
+        if not is_condition_failure(error):
+            raise
+        old_key = item._physical_key
+        mover = mover_of(type(item))
+        if old_key is None or not mover.fenced(mover.key(old_key, _range_value(item))):
+            raise  # the caller's own condition failed
+    # a move fenced the old copy: the item now belongs at its new key
+    new_key = migration.new_key(instance_key_values(item), old_key)
+    item._pinned_key = item._physical_key = new_key
+    try:
+        _fence_old(item, placement, new_key, redirected=True)
+        return write(condition)
+    finally:
+        item._pinned_key = None
 
 
 def save(
@@ -59,55 +155,20 @@ def save(
         if engine.spec.counters:
             return save_other_attributes(item, condition)
 
-        def put() -> dict[str, Any]:
-            return plain(condition, add_version_condition=add_version_condition)
+        def put(chosen: Condition | None) -> dict[str, Any]:
+            return plain(chosen, add_version_condition=add_version_condition)
 
+        if engine.spec.table_key() is None:
+            return put(condition)
+        placement = engine.placement()
         if engine.directory is not None:
             attr = sharded(type(item))
-            if not engine.placement().belongs(item._physical_key, getattr(item, attr.attr_name)):
-                return save_growing(item, put)
-        result = put()
-        write_copies(item, delete=False)
+            if not placement.belongs(item._physical_key, getattr(item, attr.attr_name)):
+                return save_growing(item, lambda: put(condition))
+        if placement.migration is None:
+            return put(condition)
+        result: dict[str, Any] = _migrating(item, placement, put, condition)
         return result
-
-
-def write_copies(item: Any, delete: bool) -> None:
-    """Put (or delete) the item's other copies after the primary write succeeded."""
-    model = type(item)
-    engine = sharding_of(model)
-    if engine.spec.table_key() is None:
-        return
-    placement = engine.placement()
-    if placement.migration is None:
-        return
-    primary = stored_key(item) if delete else write_key(item)
-    copies = placement.copies(instance_key_values(item), primary, delete)
-    hash_name = sharded(model).attr_name
-    range_attr = model._range_key_attribute()
-    connection = engine.executor.connection()
-    for copy in copies:
-        attributes = pinned(item, copy.key).serialize()  # as stored: the version counted
-        hash_key = attributes.pop(hash_name)[STRING]
-        range_key = None
-        if range_attr is not None:
-            range_key = attributes.pop(range_attr.attr_name)[range_attr.attr_type]
-        if delete:
-            connection.delete_item(hash_key, range_key=range_key)
-            continue
-        if copy.only_if_stored:
-            # a retired key that may hold this item's original (RandomShards shrink)
-            try:
-                connection.put_item(
-                    hash_key,
-                    range_key=range_key,
-                    attributes=attributes,
-                    condition=Path([hash_name]).exists(),
-                )
-            except PutError as error:
-                if not is_condition_failure(error):
-                    raise
-            continue
-        connection.put_item(hash_key, range_key=range_key, attributes=attributes)
 
 
 def update(
@@ -117,15 +178,23 @@ def update(
     add_version_condition: bool,
     plain: Callable[..., Any],
 ) -> Any:
-    """Update the item at its stored key, then its other copies (whole)."""
+    """Update the item at the key that holds it."""
     engine = sharding_of(type(item))
     with engine.operation():
         if isinstance(actions, list):
             check_actions(item, actions)
-            if engine.spec.table_key() is not None:
-                condition = physical_condition(item, condition, stored_key(item))
-        result = plain(actions, condition, add_version_condition=add_version_condition)
-        write_copies(item, delete=False)  # the updated item, whole, to its other keys
+
+        def change(chosen: Condition | None) -> Any:
+            if engine.spec.table_key() is not None and isinstance(actions, list):
+                chosen = physical_condition(item, chosen, stored_key(item))
+            return plain(actions, chosen, add_version_condition=add_version_condition)
+
+        placement = engine.placement() if engine.spec.table_key() is not None else None
+        if placement is None or placement.migration is None:
+            result = change(condition)
+        else:
+            stored_key(item)  # the key the update goes to, remembered for the fence check
+            result = _migrating(item, placement, change, condition)
         if engine.spec.counters:
             item.refresh(consistent_read=True)  # the response holds one shard's counters
         return result
@@ -137,7 +206,7 @@ def delete(
     add_version_condition: bool,
     plain: Callable[..., Any],
 ) -> Any:
-    """Delete the item at its stored key and its other copies, in the phase's order."""
+    """Delete the item at the key that holds it (a counter item: every shard item)."""
     from shardmodel.engine.counting import delete_all_shards
 
     engine = sharding_of(type(item))
@@ -150,38 +219,40 @@ def delete(
                 )
             delete_all_shards(item)
             return None
-        old_first = False
-        if engine.spec.table_key() is not None:
-            condition = physical_condition(item, condition, stored_key(item))
-            old_first = engine.placement().old_first
-        if old_first:  # the stale copy goes first (see PhaseRules.old_first)
-            write_copies(item, delete=True)
-        result = plain(condition, add_version_condition=add_version_condition)
-        if not old_first:
-            write_copies(item, delete=True)
-        return result
+
+        def remove(chosen: Condition | None) -> Any:
+            if engine.spec.table_key() is not None:
+                chosen = physical_condition(item, chosen, stored_key(item))
+            return plain(chosen, add_version_condition=add_version_condition)
+
+        placement = engine.placement() if engine.spec.table_key() is not None else None
+        if placement is None or placement.migration is None:
+            return remove(condition)
+        stored_key(item)
+        return _migrating(item, placement, remove, condition)
 
 
 def refuse_in_migration(item: Any) -> None:
-    """Transactions name one key; during a shard count change an item may have two."""
+    """Transactions name one key; during a layout change the key that holds an item moves."""
     engine = sharding_of(type(item))
     if engine.spec.table_key() is None:
         return
     migration = engine.placement().migration
     if migration is not None:
         raise UnsupportedOperationError(
-            f"{type(item).__name__}: a transaction writes one key, but during the shard "
-            f"count change (phase {migration.state.phase.value}) an item may have two "
-            "copies to keep equal; write outside the transaction, or wait until the "
-            "migration is done"
+            f"{type(item).__name__}: a transaction writes one key, but during the layout "
+            f"change (phase {migration.state.phase.value}) an item's key may move under it "
+            "(a write there is conditional on the move); write outside the transaction, or "
+            "wait until the migration is done"
         )
 
 
 def batch_save(item: _T, add: Callable[[_T], None]) -> None:
-    """Add a save to a batch: the item pinned to this phase's keys, and its copies.
+    """Add a save to a batch (during a layout change: saved now, on its own).
 
-    ``add`` is PynamoDB's ``BatchWrite.save``. The batch may commit a phase later, so
-    each key it writes is worked out now.
+    ``add`` is PynamoDB's ``BatchWrite.save``. A batch cannot carry the condition that
+    keeps an item's old copy from being written once a move fenced it, so while a
+    migration runs each item is saved as ``save()`` would.
     """
     model = type(item)
     engine = sharding_of(model)
@@ -190,36 +261,16 @@ def batch_save(item: _T, add: Callable[[_T], None]) -> None:
             f"{model.__name__} has counters: a batched PutItem would overwrite a shard's "
             "share of them; call save() (an update of the other attributes) or add()"
         )
-    with engine.operation():
-        if engine.spec.table_key() is None:
-            add(item)
-            return
-        primary = write_key(item)
-        placement = engine.placement()
-        if placement.random_shrink:
-            raise UnsupportedOperationError(
-                f"{model.__name__}: while RandomShards shrinks a save may reach a retired "
-                "shard only if the item's original is there, a condition a batch cannot "
-                "carry; call save() until the migration is done"
-            )
-        if placement.migration is not None:  # the commit may come a phase later
-            item = pinned(item, primary)
-        add(item)
-        for copy in placement.copies(instance_key_values(item), primary, delete=False):
-            add(pinned(item, copy.key))
+    if engine.spec.table_key() is not None and engine.migration() is not None:
+        item.save()  # type: ignore[attr-defined]
+        return
+    add(item)
 
 
 def batch_delete(item: _T, add: Callable[[_T], None]) -> None:
-    """Add a delete to a batch: the item pinned to this phase's keys, and its copies."""
+    """Add a delete to a batch (during a layout change: deleted now, on its own)."""
     engine = sharding_of(type(item))
-    with engine.operation():
-        if engine.spec.table_key() is None:
-            add(item)
-            return
-        primary = stored_key(item)
-        placement = engine.placement()
-        if placement.migration is not None:  # as in save: keep this phase's keys
-            item = pinned(item, primary)
-        add(item)
-        for copy in placement.copies(instance_key_values(item), primary, delete=True):
-            add(pinned(item, copy.key))
+    if engine.spec.table_key() is not None and engine.migration() is not None:
+        item.delete()  # type: ignore[attr-defined]
+        return
+    add(item)

@@ -5,25 +5,35 @@ Pure key math, no I/O: the phases and the state every process reads
 either layout (:func:`key_in`) and :class:`ActiveMigration`, a migration as one process
 sees it, which a :class:`~shardmodel.engine.placement.Placement` composes.
 
-======== ============== ============== ========== ===========
-phase    writes         deletes        reads      prefer copy
-======== ============== ============== ========== ===========
-prepare  old            old + new      old + new  old
-dual     old, then new  old + new      old + new  old
-backfill old, then new  old + new      old + new  old
-read_new new, then old  old + new      old + new  new
-new_only new            old, then new  old + new  new
-cleanup  new            old, then new  old + new  new
-done     new            new            new        new
-======== ============== ============== ========== ===========
+An item moves from its old key to its new key once, fenced: while a move holds its old
+copy (``moving``) the content is frozen and still the one reads return; once moved, the
+old copy is a tombstone and the new copy holds the item. Writes of a process that still
+writes old keys are conditional on the old copy not being fenced, and go to the new key
+when it is; a process writing new keys fences the old key first. So every item has
+exactly one copy that holds it at any time, and every process reads that one.
+
+======== ================================= ============ =============================
+phase    writes                            reads        job
+======== ================================= ============ =============================
+prepare  old key                           old + new    (processes start following)
+dual     old key, unless fenced            old + new    (every process now fences)
+backfill old key, unless fenced            old + new    move every old item
+read_new new key, after fencing the old    old + new
+new_only new key, after fencing the old    old + new    (no process writes old keys)
+cleanup  new key, after fencing the old    old + new    move what is left, then delete
+                                                        the old copies
+done     new key                           new
+======== ================================= ============ =============================
+
+(The phases keep the names of the dual-writing protocol they replaced.)
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from attrs import evolve, frozen
 
@@ -33,30 +43,40 @@ from shardmodel.keyspace.strategies import HashShards, KeyValues, RandomShards, 
 
 __all__ = [
     "COPY_MARKER",
+    "MOVED",
+    "MOVE_MARKER",
     "PHASES",
     "RULES",
     "ActiveMigration",
     "MigrationState",
     "Phase",
     "PhaseRules",
+    "authority",
+    "copy_generation",
+    "generation_of",
+    "is_moved",
     "key_in",
+    "moved",
+    "moving",
     "numbered_position",
     "resized_layout",
     "shard_count",
+    "state_of",
 ]
 
 Side = Literal["old", "new"]
+_Raw = TypeVar("_Raw", bound=Mapping[str, Any])
 
 
 class Phase(str, Enum):
     """The phases of a shard count change, in order (see the resharding runbook)."""
 
-    PREPARE = "prepare"  # deletes reach both layouts; reads cover both
-    DUAL_WRITE = "dual_write"  # writes go to old and new keys
-    BACKFILL = "backfill"  # the backfill copies old-only items to their new keys
-    READ_NEW = "read_new"  # reads prefer the new copy; writes still reach both
-    NEW_ONLY = "new_only"  # writes go to the new keys only
-    CLEANUP = "cleanup"  # the cleanup deletes the old copies
+    PREPARE = "prepare"  # processes start following; writes go to old keys
+    DUAL_WRITE = "dual_write"  # every process follows: old-key writes respect fences
+    BACKFILL = "backfill"  # the backfill moves every item to its new key
+    READ_NEW = "read_new"  # writes go to new keys, fencing the old first
+    NEW_ONLY = "new_only"  # no process writes old keys any more
+    CLEANUP = "cleanup"  # the cleanup moves what is left and deletes the old copies
     DONE = "done"  # reads and writes use the new layout only
 
 
@@ -94,35 +114,113 @@ class MigrationState:
         return PHASES.index(self.phase) >= PHASES.index(phase)
 
 
-#: The attribute a backfill copy carries until it is checked against the old copy; reads
-#: skip such copies (the old copy, if it still exists, is read instead).
+#: On an item's old copy: ``moving:<g>`` while move generation ``g`` holds it (its content
+#: frozen, still the one reads return), ``moved:<g>`` once generation ``g``'s new copy took
+#: over (the old copy is then a tombstone: the keys and this attribute alone; ``moved:0``
+#: fences a key that held nothing). Each generation has one owner: a fence sets ``moving:1``
+#: where nothing was fenced, a take-over of a stalled move ``moving:<g + 1>`` where it read
+#: ``moving:<g>``, both conditionally.
+MOVE_MARKER = "_shardmodel_move"
+#: The prefix of :data:`MOVE_MARKER` on a tombstone.
+MOVED = "moved"
+#: On a new copy a move made, until the move is confirmed: the move's generation (a number,
+#: so a copy is only ever replaced by a later generation's).
 COPY_MARKER = "_shardmodel_copy"
+
+
+def moving(generation: int) -> str:
+    """The fence of move generation ``generation`` in progress."""
+    return f"moving:{generation}"
+
+
+def moved(generation: int) -> str:
+    """The tombstone generation ``generation`` leaves (0: an empty key fenced)."""
+    return f"{MOVED}:{generation}"
+
+
+def generation_of(state: str | None) -> int:
+    """The generation of a ``moving:<g>`` or ``moved:<g>`` state (0 when unfenced)."""
+    if state is None:
+        return 0
+    _, _, number = state.partition(":")
+    return int(number) if number.isdigit() else 0
+
+
+def is_moved(state: str | None) -> bool:
+    """True for a tombstone's state (``moved:<g>``)."""
+    return state is not None and state.startswith(MOVED)
+
+
+def copy_generation(raw: Mapping[str, Any] | None) -> int | None:
+    """The generation a new copy is marked with (None: not marked, it is confirmed)."""
+    if raw is None:
+        return None
+    marked = raw.get(COPY_MARKER)
+    return None if marked is None else int(marked.get("N", 0))
 
 
 @frozen
 class PhaseRules:
-    """Which layouts a phase writes, deletes and reads, and which copy a read keeps."""
+    """What a phase means for a process's writes and reads.
 
-    writes: tuple[Side, ...]
-    deletes: tuple[Side, ...]
+    Attributes:
+        writes: ``"old"``: writes go to the item's old key; ``"new"``: to its new key.
+        fenced: old-key writes carry the condition that the old copy is not fenced, and
+            go to the new key when it is (no move can start before every process does).
+        fence: what a new-key write does to the item's old keys first: ``"tombstone"``
+            (fence an empty one, move an item still there: a process a phase behind may
+            still write old keys), ``"move"`` (move an item still there; no process
+            writes old keys any more, so an empty one stays empty), ``"none"``.
+        reads: the layouts reads cover; an item found under both keys is read from the
+            copy that holds it (:func:`authority`).
+    """
+
+    writes: Side
+    fenced: bool
+    fence: Literal["none", "tombstone", "move"]
     reads: tuple[Side, ...]
-    prefer_new: bool
-    #: a delete removes the old copy before the new one (the primary, which carries the
-    #: delete's condition): once no reader prefers the old copy, a delete in flight then
-    #: never looks to the cleanup like an old copy whose new copy was lost
-    old_first: bool = False
 
 
 _BOTH: tuple[Side, ...] = ("old", "new")
 RULES: dict[Phase, PhaseRules] = {
-    Phase.PREPARE: PhaseRules(("old",), _BOTH, _BOTH, False),
-    Phase.DUAL_WRITE: PhaseRules(_BOTH, _BOTH, _BOTH, False),
-    Phase.BACKFILL: PhaseRules(_BOTH, _BOTH, _BOTH, False),
-    Phase.READ_NEW: PhaseRules(("new", "old"), _BOTH, _BOTH, True),
-    Phase.NEW_ONLY: PhaseRules(("new",), _BOTH, _BOTH, True, old_first=True),
-    Phase.CLEANUP: PhaseRules(("new",), _BOTH, _BOTH, True, old_first=True),
-    Phase.DONE: PhaseRules(("new",), ("new",), ("new",), True),
+    Phase.PREPARE: PhaseRules("old", False, "none", _BOTH),
+    Phase.DUAL_WRITE: PhaseRules("old", True, "none", _BOTH),
+    Phase.BACKFILL: PhaseRules("old", True, "none", _BOTH),
+    Phase.READ_NEW: PhaseRules("new", True, "tombstone", _BOTH),
+    Phase.NEW_ONLY: PhaseRules("new", True, "move", _BOTH),
+    Phase.CLEANUP: PhaseRules("new", True, "move", _BOTH),
+    Phase.DONE: PhaseRules("new", True, "none", ("new",)),
 }
+
+
+def state_of(raw: Mapping[str, Any] | None) -> str | None:
+    """An old copy's move state: None (not fenced), ``moving:<g>`` or ``moved:<g>``."""
+    if raw is None:
+        return None
+    marked = raw.get(MOVE_MARKER)
+    return None if marked is None else str(marked.get("S"))
+
+
+def authority(old: Sequence[_Raw], new: _Raw | None) -> _Raw | None:
+    """Of an item's copies, the one that holds it (None: the item does not exist).
+
+    ``old``: its copies found at keys of the old layout (random shrinks have several
+    candidates; at most one holds the item); ``new``: its copy at its new key. An old copy
+    not fenced, or fenced by a move in progress (its content frozen), holds the item; once
+    moved (a tombstone) or gone, the new copy does, unless it is marked by a generation no
+    tombstone names: a superseded move's late copy, after the item moved and was deleted
+    (a move's own copy always has its tombstone until the cleanup confirms the copy).
+    """
+    generations: set[int] = set()
+    for raw in old:
+        state = state_of(raw)
+        if state is None or not is_moved(state):
+            return raw
+        generations.add(generation_of(state))
+    marked = copy_generation(new)
+    if marked is not None and marked not in generations:
+        return None
+    return new
 
 
 def numbered_position(model_name: str, layout: KeyLayout) -> int:
@@ -195,51 +293,38 @@ class ActiveMigration:
         """The layouts a read covers (their keys' union)."""
         return [self.layout(side) for side in self.rules.reads]
 
-    def primary_key(self, key: KeyValues, existing: str | None, rng: random.Random) -> str:
-        """The key a write goes to first (an update's or a conditional save's key)."""
-        layout = self.layout(self.rules.writes[0])
+    def write_key(self, key: KeyValues, existing: str | None, rng: random.Random) -> str:
+        """The key a write of this item goes to in this phase: its old or its new key.
+
+        ``existing``: the key the item was loaded from or saved under (None: a new pick).
+        """
+        layout = self.layout(self.rules.writes)
         if existing is not None:
             return key_in(layout, key, existing, retire=layout is self.new)
         return layout.pick(key, rng)
 
     def stored_key(self, key: KeyValues, existing: str | None) -> str:
-        """The primary key of a stored item (random items must have been loaded)."""
-        layout = self.layout(self.rules.writes[0])
+        """The key of a stored item in this phase (random items must have been loaded)."""
+        layout = self.layout(self.rules.writes)
         if existing is None and not layout.deterministic:
             raise UnknownShardError(
                 f"key {key.logical_key!r} has no known shard: its strategy is random and this "
                 "instance was neither loaded nor saved; load it with get(...) first"
             )
-        return self.primary_key(key, existing, random.Random(0))
+        return self.write_key(key, existing, random.Random(0))
 
-    def mirror_keys(self, key: KeyValues, primary: str) -> list[str]:
-        """The other keys a write of the item at ``primary`` also goes to."""
-        return self._others(self.rules.writes, key, primary)
+    def new_key(self, key: KeyValues, physical: str) -> str:
+        """The item's key in the new layout, given any of its keys."""
+        return key_in(self.new, key, physical, retire=True)
 
-    def delete_keys(self, key: KeyValues, primary: str) -> list[str]:
-        """The other keys a delete of the item at ``primary`` also removes."""
-        return self._others(self.rules.deletes, key, primary)
+    def old_keys(self, key: KeyValues, physical: str) -> list[str]:
+        """The keys of the old layout that may hold the item at ``physical`` (any layout).
 
-    def _others(self, sides: Sequence[Side], key: KeyValues, primary: str) -> list[str]:
-        keys = [k for side in sides for k in self.keys_in(side, key, primary)]
-        return [k for k in dict.fromkeys(keys) if k != primary]
-
-    @property
-    def random_shrink(self) -> bool:
-        """True when a RandomShards count shrinks: a new key has several old ones."""
-        position = numbered_position("", self.old)
-        old, new = self.old.strategies[position], self.new.strategies[position]
-        return isinstance(old, RandomShards) and new.n < old.n  # type: ignore[attr-defined]
-
-    def keys_in(self, side: Side, key: KeyValues, physical: str) -> list[str]:
-        """The item's keys in one side's layout.
-
-        Shrinking RandomShards, a new shard ``t`` receives the items of ``t``,
-        ``t + N``, ``t + 2N`` ... (N the new count): an item at a new key may have its
-        original at any of them (at most one holds it: an item has one logical key).
+        One, but for a RandomShards shrink: a new shard ``t`` receives the items of
+        ``t``, ``t + N``, ``t + 2N`` ... (N the new count), and at most one holds it.
         """
-        if side == "new" or not self.random_shrink:
-            return [key_in(self.layout(side), key, physical, retire=side == "new")]
+        if not self.random_shrink:
+            return [key_in(self.old, key, physical)]
         position = numbered_position("", self.old)
         _, texts = self.old.split(physical)
         shard = _shard(self.old, texts[position])
@@ -254,38 +339,24 @@ class ActiveMigration:
             keys.append(PhysicalKey(self.old.compose(key.logical_key, segments)))
         return keys
 
-    def only_if_stored(self, primary: str, other: str) -> bool:
-        """True when a write at ``primary`` reaches ``other`` only if an item is there.
+    def fence_keys(self, key: KeyValues, new_key: str) -> list[str]:
+        """The old keys a write at ``new_key`` fences first: every one that is not it
+        (none once no process can write old keys and the cleanup has emptied them)."""
+        if self.rules.fence == "none":
+            return []
+        return self.other_old_keys(key, new_key)
 
-        Shrinking RandomShards, a write at a new key mirrors to the retired keys that
-        may hold its original; a retired key without it must stay empty (an item born
-        on a new shard has no original), so those writes are conditional.
-        """
-        return self.random_shrink and not self.is_moved_key(primary) and self.is_moved_key(other)
+    def other_old_keys(self, key: KeyValues, new_key: str) -> list[str]:
+        """The old keys of the item at ``new_key`` that are not ``new_key`` itself."""
+        return [k for k in self.old_keys(key, new_key) if k != new_key]
 
-    def is_moved_key(self, physical: str) -> bool:
-        """True for a key on a shard the new layout does not have."""
+    @property
+    def random_shrink(self) -> bool:
+        """True when a RandomShards count shrinks: a new key has several old ones."""
         position = numbered_position("", self.old)
-        _, texts = self.old.split(physical)
-        count: int = self.new.strategies[position].n  # type: ignore[attr-defined]
-        return _shard(self.old, texts[position]) >= count
+        old, new = self.old.strategies[position], self.new.strategies[position]
+        return isinstance(old, RandomShards) and new.n < old.n  # type: ignore[attr-defined]
 
-    def is_preferred(self, key: KeyValues, physical: str) -> bool:
-        """True when ``physical`` is the item's key in the layout reads prefer."""
-        layout = self.new if self.rules.prefer_new else self.old
-        return key_in(layout, key, physical, retire=layout is self.new) == physical
-
-    def is_current(self, key: KeyValues, physical: str) -> bool:
-        """Of an item's copies found together, True for the one reads return.
-
-        Shrinking RandomShards, both the original on a retired shard and its copy are
-        at valid old keys: before ``read_new`` the original (retired) one is current.
-        """
-        if self.random_shrink and not self.rules.prefer_new:
-            return self.is_moved_key(physical)
-        return self.is_preferred(key, physical)
-
-    def is_moved(self, key: KeyValues, physical: str) -> tuple[bool, str]:
-        """Whether the item at ``physical`` (an old key) has another new key, and that key."""
-        target = key_in(self.new, key, physical, retire=True)
-        return target != physical, target
+    def is_old_key(self, key: KeyValues, physical: str) -> bool:
+        """True when ``physical`` is an old key of the item that is not its new key."""
+        return physical != self.new_key(key, physical)

@@ -4,11 +4,12 @@ Each segment (``Segment i`` of ``TotalSegments N``) keeps its own checkpoint in 
 migration state table, so a crashed run resumes where its last page ended, and many
 processes or hosts can each take their own segments.
 
-The backfill copies an item from its old key to its new key with a conditional write
-that never overwrites a newer write, then checks the old copy again: if the item was
-deleted meanwhile the copy is removed, if it changed the copy is refreshed. The copy
-carries a marker attribute while it is checked, so the application's own writes (a put
-replaces the whole item) always win.
+The backfill moves each item from its old key to its new key (a fenced move,
+:mod:`shardmodel.engine.moves`: from the fence on, writes of the item go to its new key,
+and its old copy becomes a tombstone). The cleanup moves what is left (items written to
+old keys after the backfill passed them) and deletes the tombstones. Both are
+idempotent: a crashed run resumes from its checkpoint, and a move another process began
+is finished, not begun again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -26,15 +26,21 @@ from pynamodb.models import Model
 
 from shardmodel.engine import sharding_of
 from shardmodel.engine.items import instance_key_values
-from shardmodel.keyspace.phases import COPY_MARKER, ActiveMigration, key_in
+from shardmodel.engine.writes import mover_of
+from shardmodel.keyspace.phases import (
+    COPY_MARKER,
+    MOVE_MARKER,
+    MOVED,
+    ActiveMigration,
+    is_moved,
+    state_of,
+)
 from shardmodel.migration.state import MigrationStore, Phase, SegmentProgress
 
 __all__ = ["Progress", "ScanJob"]
 
 log = logging.getLogger("shardmodel.reshard")
 
-#: How often a copy is refreshed while the application keeps changing the old item.
-COPY_ROUNDS = 5
 
 _RawItem = dict[str, dict[str, Any]]
 
@@ -111,10 +117,9 @@ class ScanJob:
         segment: this job's segment number, below ``migration.state.segments``.
         page_size: items per Scan page (and per checkpoint).
         progress: where progress goes (None: nowhere).
-        fault: test hook called with a point name (``"page"``, ``"copied"``,
-            ``"checked"``); raising from it simulates a crash there.
-        sleep: how the cleanup waits out the settle time before judging an old copy
-            whose new copy is missing.
+        fault: test hook called with a point name (``"page"``, ``"moved"``); raising from
+            it simulates a crash there.
+        sleep: unused (kept for callers that pass it).
     """
 
     def __init__(
@@ -131,7 +136,6 @@ class ScanJob:
     ) -> None:
         self.model = model
         self.sleep = sleep
-        self._suspects: list[tuple[_RawItem, str]] = []
         self.migration = migration
         self.store = store
         self.job = job
@@ -146,6 +150,7 @@ class ScanJob:
         self.range_name: str | None = range_attr.attr_name if range_attr is not None else None
         self.client = model._get_connection().connection.client
         self.table = model.Meta.table_name
+        self.mover = mover_of(model)
 
     def run(self) -> SegmentProgress:
         """Scan the segment to its end from its checkpoint; returns the final progress."""
@@ -170,7 +175,7 @@ class ScanJob:
                 request["ExclusiveStartKey"] = progress.checkpoint
             page = self.client.scan(**request)
             items = page.get("Items", [])
-            changed = sum(self._handle(raw) for raw in items) + self._settle_suspects()
+            changed = sum(self._handle(raw) for raw in items)
             self.fault("page")
             following = page.get("LastEvaluatedKey")
             progress = evolve(
@@ -188,33 +193,42 @@ class ScanJob:
 
     def _handle(self, raw: _RawItem) -> int:
         physical = raw[self.hash_name]["S"]
-        item = self.model.from_raw_data(raw)
-        key = instance_key_values(item)
-        target = key_in(self.migration.new, key, physical, retire=True)
+        key = instance_key_values(self.model.from_raw_data(raw))
+        target = self.migration.new_key(key, physical)
+        range_value = raw.get(self.range_name) if self.range_name else None
         if target == physical:
-            return 0  # already at its new key (or the same key in both layouts)
+            if self.job == "cleanup" and COPY_MARKER in raw:
+                self._settle(key, target, range_value)
+            return 0  # at its new key (or the same key in both layouts)
+        old_key = self.mover.key(physical, range_value)
+        moved_already = is_moved(state_of(raw))
         if self.job == "backfill":
-            if key_in(self.migration.old, key, physical) != physical:
-                return 0  # a copy at a new key, not an original
-            return self._copy(raw, target)
-        return self._clean(raw, target)
+            if moved_already:
+                return 0
+            self.mover.move(old_key, target)
+            self.fault("moved")
+            return 1
+        if not moved_already:  # written after the backfill passed it: move it first
+            self.mover.move(old_key, target)
+            self.fault("moved")
+        self._settle(key, target, range_value)
+        return int(self._delete_tombstone(old_key))
 
-    def _key(self, raw: _RawItem, physical: str) -> _RawItem:
-        key = {self.hash_name: {"S": physical}}
-        if self.range_name is not None:
-            key[self.range_name] = raw[self.range_name]
-        return key
+    def _settle(self, key: Any, target: str, range_value: Any) -> None:
+        """Confirm the new copy a move left marked, or drop a superseded move's late copy,
+        while the tombstones that decide it are still there."""
+        olds = [self.mover.key(k, range_value) for k in self.migration.other_old_keys(key, target)]
+        self.mover.settle_copy(self.mover.key(target, range_value), olds, target)
 
-    def _put(self, item: _RawItem, condition: str, values: dict[str, Any]) -> bool:
-        """A conditional PutItem; False when its condition failed."""
-        names = {"#k": self.hash_name, "#m": COPY_MARKER}
+    def _delete_tombstone(self, key: _RawItem) -> bool:
+        """Delete an old key's tombstone (its item lives at the new key)."""
         try:
-            self.client.put_item(
+            self.client.delete_item(
                 TableName=self.table,
-                Item=item,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={n: v for n, v in names.items() if n in condition},
-                **({"ExpressionAttributeValues": values} if values else {}),
+                Key=key,
+                ConditionExpression="begins_with(#m, :moved)",
+                ExpressionAttributeNames={"#m": MOVE_MARKER},
+                ExpressionAttributeValues={":moved": {"S": MOVED}},
             )
         except ClientError as error:
             if _condition_failed(error):
@@ -222,87 +236,3 @@ class ScanJob:
             raise
         return True
 
-    def _if_marked(self, call: Callable[..., Any], token: str, **request: Any) -> None:
-        """A write conditioned on the copy still carrying this job's marker."""
-        try:
-            call(
-                TableName=self.table,
-                ConditionExpression="#m = :t",
-                ExpressionAttributeNames={"#m": COPY_MARKER},
-                ExpressionAttributeValues={":t": {"S": token}},
-                **request,
-            )
-        except ClientError as error:
-            if not _condition_failed(error):
-                raise
-
-    def _copy(self, raw: _RawItem, target: str) -> int:
-        """Copy one item to its new key without ever replacing a newer write."""
-        old_key = self._key(raw, raw[self.hash_name]["S"])
-        new_key = self._key(raw, target)
-        token = uuid.uuid4().hex
-        source = raw
-        copy = {**source, self.hash_name: {"S": target}, COPY_MARKER: {"S": token}}
-        if not self._put(copy, "attribute_not_exists(#k)", {}):
-            found = self.client.get_item(TableName=self.table, Key=new_key, ConsistentRead=True)
-            left = found.get("Item")
-            if left is None or COPY_MARKER not in left:
-                return 0  # the application wrote the new key: its write is newer
-            # a crashed run's unchecked copy: check it now, as that run would have
-            token = left[COPY_MARKER]["S"]
-            source = {k: v for k, v in left.items() if k != COPY_MARKER}
-            source[self.hash_name] = old_key[self.hash_name]
-        self.fault("copied")
-        for _ in range(COPY_ROUNDS):
-            current = self.client.get_item(TableName=self.table, Key=old_key, ConsistentRead=True)
-            now = current.get("Item")
-            self.fault("checked")
-            if now is None:  # deleted meanwhile: the copy must not resurrect it
-                self._if_marked(self.client.delete_item, token, Key=new_key)
-                return 0
-            if now == source:
-                break
-            source = now  # changed meanwhile: copy the newer version unless replaced
-            copy = {**now, self.hash_name: {"S": target}, COPY_MARKER: {"S": token}}
-            if not self._put(copy, "#m = :t", {":t": {"S": token}}):
-                return 1
-        self._if_marked(self.client.update_item, token, Key=new_key, UpdateExpression="REMOVE #m")
-        return 1
-
-    def _clean(self, raw: _RawItem, target: str) -> int:
-        """Delete an old copy whose new copy exists; set aside one whose new copy is gone."""
-        physical = raw[self.hash_name]["S"]
-        new_key = self._key(raw, target)
-        found = self.client.get_item(TableName=self.table, Key=new_key, ConsistentRead=True)
-        if "Item" not in found:
-            self._suspects.append((raw, target))  # being deleted, or a lost copy
-            return 0
-        self.client.delete_item(TableName=self.table, Key=self._key(raw, physical))
-        return 1
-
-    def _settle_suspects(self) -> int:
-        """Old copies whose new copy was missing, looked at again after the settle time.
-
-        From ``new_only`` on an application delete removes the old key first, so a
-        delete in flight, however slow, never leaves an old copy without its new one: a
-        missing new copy was lost (a crash between a write's two keys in an earlier
-        phase), or a ``read_new`` delete (new key first) is still finishing. So the
-        settle time is waited out, and if the old copy is still there it is copied back
-        by the backfill's checked protocol before it goes.
-        """
-        if not self._suspects:
-            return 0
-        self.sleep(self.migration.state.settle_seconds)
-        changed = 0
-        for raw, target in self._suspects:
-            old_key = self._key(raw, raw[self.hash_name]["S"])
-            found = self.client.get_item(TableName=self.table, Key=old_key, ConsistentRead=True)
-            current = found.get("Item")
-            if current is None:
-                continue  # the application deleted it
-            log.warning("cleanup: %s had no new copy; copying it first", old_key)
-            self._copy(current, target)
-            self.client.delete_item(TableName=self.table, Key=old_key)
-            changed += 1
-        self._suspects = []
-        return changed

@@ -15,7 +15,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 
 from shardmodel.dynamic.metadata import ShardMetadata
-from shardmodel.engine import codec, counting, counts, queries, reads, writes
+from shardmodel.engine import codec, counting, counts, queries, reads, scans, writes
 from shardmodel.engine.building import build_plan, instantiate
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
@@ -276,7 +276,7 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         ``filter_condition`` is applied to the summed items on the client. Parallel
         segments together return each logical item once.
         """
-        return counting.scan(
+        return scans.scan(
             cls,
             filter_condition,
             segment,
