@@ -29,7 +29,8 @@ from botocore.exceptions import ClientError
 from pynamodb.models import Model
 
 from shardmodel.testing import _wire
-from shardmodel.testing._hook import STATE, Call, Hook, Plan, Shim, SimulatorError
+from shardmodel.testing._admission import STATE, Call, Plan, Shim
+from shardmodel.testing._hook import Hook, SimulatorError
 from shardmodel.testing.capacity import (
     CapacityLedger,
     CapacityLimits,
