@@ -1,12 +1,138 @@
-"""``shardmodel reshard module:Model --to N``: the resharding runbook on the command line."""
+"""``shardmodel reshard module:Model --to N``: the resharding runbook on the command line.
+
+The phases, the state and the scans are :class:`shardmodel.migration.Reshard`'s; the
+command starts, steps, shows and finishes a migration and prints one status line a step.
+"""
 
 from __future__ import annotations
 
-from shardmodel.cli.registry import Subparsers, command
+import argparse
+import logging
+
+from shardmodel.cli.arguments import load_model
+from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
+from shardmodel.errors import ShardModelError
+from shardmodel.migration.backfill import Progress
+from shardmodel.migration.reshard import JOBS, Reshard
+from shardmodel.migration.state import MigrationState
+
+__all__ = ["add_reshard_parser", "run_reshard"]
 
 
 @command
-def _reshard_command(commands: Subparsers) -> None:
-    from shardmodel.migration.cli import add_reshard_parser
+def add_reshard_parser(commands: Subparsers) -> None:
+    """Register the ``reshard`` subcommand on the CLI's subparsers."""
+    reshard = add_command(
+        commands,
+        "reshard",
+        "change a HashShards/RandomShards count online (dual writes, backfill, cleanup)",
+        run_reshard,
+    )
+    reshard.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
+    reshard.add_argument("--to", type=int, help="the new shard count")
+    reshard.add_argument("--dry-run", action="store_true", help="print the plan and its cost")
+    reshard.add_argument(
+        "--step", action="store_true", help="do only the next step (start, a scan, or a phase)"
+    )
+    reshard.add_argument("--status", action="store_true", help="print the migration's state")
+    reshard.add_argument(
+        "--finish", action="store_true", help="remove the state of a done migration"
+    )
+    reshard.add_argument(
+        "--segments", type=int, default=1, help="parallel scan segments (set at the start)"
+    )
+    reshard.add_argument(
+        "--segment", type=int, help="run only this scan segment of the backfill or cleanup"
+    )
+    reshard.add_argument(
+        "--settle", type=float, default=30.0, help="seconds every phase lasts at least"
+    )
+    reshard.add_argument("--page-size", type=int, default=100, help="items per scan page")
+    reshard.add_argument("--host", help="the DynamoDB endpoint (default: the model's Meta.host)")
 
-    add_reshard_parser(commands)
+
+def describe(operator: Reshard, state: MigrationState | None) -> str:
+    """One status line, plus the running job's summed progress."""
+    if state is None:
+        return f"{operator.model.__name__}: no migration in progress"
+    text = (
+        f"{state.table}: {state.old_count} -> {state.new_count} shards, phase "
+        f"{state.phase.value}, next phase possible in {operator.settle_left(state):.0f}s"
+    )
+    segments = operator.job_progress(state)
+    if segments:
+        done = sum(p.done for p in segments)
+        scanned = sum(p.scanned for p in segments)
+        changed = sum(p.changed for p in segments)
+        text += (
+            f"; {JOBS[state.phase]}: {done}/{len(segments)} segments done, "
+            f"{scanned:,} items scanned, {changed:,} changed"
+        )
+    return text
+
+
+def _progress(operator: Reshard, state: MigrationState) -> Progress:
+    total = operator.estimate().items // max(state.segments, 1) or None
+    return Progress(JOBS.get(state.phase, "scan"), total)
+
+
+def _step(operator: Reshard, args: argparse.Namespace) -> int:
+    state = operator.status()
+    if state is None:
+        if args.to is None:
+            raise CommandError("--step: give --to N to start")
+        state = operator.start(args.to, args.settle, args.segments)
+    elif state.phase in JOBS and any(not p.done for p in operator.job_progress(state)):
+        operator.run_job(page_size=args.page_size, progress=_progress(operator, state))
+    elif operator.settle_left(state) > 0:
+        print(describe(operator, state))
+        print(f"hold: wait {operator.settle_left(state):.0f}s before the next phase")
+        return 1
+    else:
+        state = operator.advance()
+    print(describe(operator, operator.status()))
+    return 0
+
+
+def run_reshard(args: argparse.Namespace) -> int:
+    """Run the ``reshard`` subcommand; returns the exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    model = load_model(args.model)  # the current directory on the import path
+    if args.host:
+        model.Meta.host = args.host
+        model._connection = None
+    try:
+        operator = Reshard(model)
+        if args.dry_run:
+            if args.to is None:
+                raise CommandError("--dry-run: give --to N")
+            print(operator.plan(args.to, args.settle, args.segments))
+            return 0
+        if args.status:
+            print(describe(operator, operator.status()))
+            return 0
+        if args.finish:
+            operator.finish()
+            print(f"{model.__name__}: migration state removed")
+            return 0
+        if args.segment is not None:
+            state = operator.status()
+            if state is None:
+                raise CommandError("--segment: no migration in progress")
+            if args.segments != state.segments:
+                raise CommandError(
+                    f"the migration scans {state.segments} segments; "
+                    f"pass --segments {state.segments}"
+                )
+            operator.run_job(args.segment, args.page_size, _progress(operator, state))
+            print(describe(operator, operator.status()))
+            return 0
+        if args.step:
+            return _step(operator, args)
+        if args.to is None:
+            raise CommandError("give --to N (or --status, --finish)")
+        for state in operator.steps(args.to, args.settle, args.segments, args.page_size):
+            print(describe(operator, state), flush=True)
+        return 0
+    except ShardModelError as error:
+        raise CommandError(f"{error}") from None
