@@ -37,6 +37,7 @@ def _example(name: str) -> ModuleType:
 
 def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
     """Run the example's flash sale in slices of ``step`` simulated seconds; count per slice."""
+    from shardmodel import sharding_of
     from shardmodel.testing import (
         CapacityLimits,
         CapacitySimulator,
@@ -54,7 +55,9 @@ def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
         simulator = CapacitySimulator(
             clock=clock, limits=CapacityLimits(partition_wcu=50), buffer_writes=True
         )
-        simulator.attach(orders, orders._shard_directory.table())
+        directory = sharding_of(orders).directory
+        assert directory is not None
+        simulator.attach(orders, directory.table())
         rate, seconds, done = 250, 4.0, 0
         for _ in range(round(seconds / step)):
             before = sum(simulator.throttles.values())

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from shardmodel import DynamicShards, ShardChange, ShardedKeyAttribute, ShardedModel
+from shardmodel import (
+    DynamicShards,
+    ShardChange,
+    ShardedKeyAttribute,
+    ShardedModel,
+    sharding_of,
+)
 from shardmodel.testing import (
     CapacityLimits,
     CapacitySimulator,
@@ -45,7 +51,7 @@ class Orders(ShardedModel):
 def main() -> None:
     with mock_dynamodb():
         create_tables([Orders])
-        directory = Orders._shard_directory
+        directory = sharding_of(Orders).directory  # the metadata table of DynamicShards
         assert directory is not None
         simulator = CapacitySimulator(
             clock=CLOCK, limits=CapacityLimits(partition_wcu=50), buffer_writes=True

@@ -1,20 +1,19 @@
-"""``shardmodel boundaries FILE``: OrderedShards boundaries from a sample file.
+"""OrderedShards boundaries from a sample file: reading the sample and cutting it.
 
-Reads one value per line (a text file) or one column of a CSV/TSV file, normalizes and
-sorts the values, and prints the boundaries as a Python list to paste into
-``OrderedShards(...)``, how much the largest shard holds relative to the mean, and the
-values that fill more than a shard on their own (give them ``overflow=`` sub-shards).
-The standard library suffices: a million titles take a few seconds.
+Reads one value per line (a text file) or one column of a CSV/TSV file
+(:func:`read_values`, :func:`read_chunks`), then normalizes, sorts and cuts the values
+(:func:`boundary_report`) into the boundaries to paste into ``OrderedShards(...)``, each
+shard's share, and the values that fill more than a shard on their own (give them
+``overflow=`` sub-shards). The standard library suffices: a million titles take a few
+seconds. The command ``shardmodel boundaries FILE`` prints the report.
 """
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import csv
 import itertools
 import math
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,15 +21,25 @@ from typing import Any, TextIO
 
 from attrs import frozen
 
-from shardmodel.cli import CommandError
+from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.ordered import default_normalize, normalized_all, sample_cuts
 
-__all__ = ["BoundaryReport", "add_command", "boundary_report", "read_chunks", "read_values"]
+__all__ = [
+    "BoundaryReport",
+    "SampleColumnError",
+    "boundary_report",
+    "read_chunks",
+    "read_values",
+]
 
 #: Without a terminal, a progress line every this many rows.
 PROGRESS_ROWS = 1_000_000
 #: On a terminal, the progress line is redrawn every this many rows.
 TERMINAL_ROWS = 100_000
+
+
+class SampleColumnError(ShardModelError, ValueError):
+    """A CSV/TSV sample has no column of the name asked for; the message lists its header."""
 
 
 @frozen
@@ -112,6 +121,9 @@ def read_values(
     ``column`` is a 0-based index or a header name (then the first row is the header);
     the delimiter follows the extension (``.csv``: comma, ``.tsv``: tab) unless given.
     Empty values are skipped.
+
+    Raises:
+        SampleColumnError: ``column`` names no column of the header.
     """
     for chunk in read_chunks(path, column, delimiter, progress):
         yield from chunk
@@ -161,66 +173,8 @@ def _column(reader: Iterator[list[str]], column: str | None, path: str) -> tuple
         return int(column), reader
     header = next(reader, [])
     if column not in header:
-        raise CommandError(
+        raise SampleColumnError(
             f"{path} has no column {column!r}; its header is "
             f"{header[:10]}; give a header name or a 0-based index"
         )
     return header.index(column), reader
-
-
-def format_report(report: BoundaryReport) -> str:
-    """The report as text: the boundaries to paste, the balance, the overflow values."""
-    lines = ["boundaries = ["]
-    lines += [f"    {boundary!r}," for boundary in report.boundaries]
-    lines.append("]")
-    mean = report.values / len(report.sizes) if report.sizes else 0
-    lines.append(
-        f"# {len(report.boundaries)} shards over {report.values:,} values "
-        f"({mean:,.0f} a shard on average); the largest holds "
-        f"{report.largest_ratio:.2f}x the mean"
-    )
-    if len(report.boundaries) < report.shards:
-        lines.append(
-            f"# {report.shards - len(report.boundaries)} boundaries repeated and were "
-            "dropped: a value fills more than a shard"
-        )
-    if report.overflow:
-        pairs = ", ".join(f"{value!r}: {count}" for value, count in report.overflow)
-        lines.append("# values that fill more than a shard on their own: spread them with")
-        lines.append(f"overflow = {{{pairs}}}")
-    else:
-        lines.append("# no value fills more than a shard: no overflow needed")
-    return "\n".join(lines)
-
-
-def run(args: argparse.Namespace) -> int:
-    """The ``boundaries`` command."""
-    if args.shards < 1:
-        raise CommandError("--shards must be at least 1")
-    if args.prefix < 1:
-        raise CommandError("--prefix must be at least 1")
-    try:
-        chunks = read_chunks(args.file, args.column, args.delimiter, progress=sys.stderr)
-        values = itertools.chain.from_iterable(chunks)
-        report = boundary_report(values, args.shards, args.prefix)
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise CommandError(f"cannot read {args.file}: {error}") from None
-    if not report.values:
-        raise CommandError(f"{args.file} holds no values")
-    print(format_report(report))
-    return 0
-
-
-def add_command(commands: Any) -> None:
-    """Register ``boundaries`` on the command line's subparsers."""
-    from shardmodel.cli import add_command as add  # the CLI imports this module lazily
-
-    parser = add(commands, "boundaries", "compute OrderedShards boundaries from a sample file", run)
-    parser.add_argument("file", help="a text file (one value a line) or a CSV/TSV file")
-    parser.add_argument("--shards", type=int, required=True, help="the number of shards")
-    parser.add_argument("--column", help="the CSV/TSV column: 0-based index or header name")
-    parser.add_argument("--prefix", type=int, default=20, help="boundary length in characters")
-    parser.add_argument(
-        "--delimiter",
-        help="the column delimiter, e.g. TAB or ','; by the file's extension when left out",
-    )

@@ -1,6 +1,7 @@
 """The botocore event handlers the capacity simulator installs on one client.
 
-Private: :class:`~shardmodel.testing.simulator.CapacitySimulator` is the public face.
+Private: :class:`~shardmodel.testing.simulator.CapacitySimulator` is the public face. The
+hook knows the simulator only as :class:`~shardmodel.testing._admission.Admission`.
 """
 
 from __future__ import annotations
@@ -11,22 +12,18 @@ import random
 import re
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from attrs import define, frozen
+from attrs import frozen
 
 from shardmodel.errors import ShardModelError
 from shardmodel.testing import _wire
-from shardmodel.testing.capacity import Charge, Kind, PartitionId
+from shardmodel.testing._admission import STATE, Admission, Plan, Shim
+from shardmodel.testing.capacity import Charge, PartitionId
 from shardmodel.testing.sizing import attribute_value_size, item_size, read_units, write_units
-
-if TYPE_CHECKING:
-    from shardmodel.testing.simulator import CapacitySimulator
 
 _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
-#: Where a call's state lives in botocore's request context.
-STATE = "shardmodel.testing.call"
 _RETRY_ID = "retry-config-dynamodb"
 _EQUALS = re.compile(r"([#\w.\-]+|:\w+)\s*=\s*([#\w.\-]+|:\w+)")
 _BATCH_LIMIT = 25
@@ -48,43 +45,6 @@ class Schema:
     global_indexes: Mapping[str, str]
 
 
-@frozen
-class Plan:
-    """What one attempt asks of which partitions; ``slots`` locate batch entries."""
-
-    operation: str
-    kind: Kind
-    charges: tuple[Charge, ...]
-    slots: tuple[tuple[str, int], ...] = ()
-    consistent: bool = False
-    table: str = ""
-    strong_tables: frozenset[str] = frozenset()  # BatchGetItem: tables read consistently
-
-
-@define
-class Call:
-    """One API call's state, kept in botocore's request context across its attempts."""
-
-    start: float
-    offset: float = 0.0
-    pending: tuple[Plan, float] | None = None
-    # the first attempt's outcome, decided in before-call, for before-send to deliver
-    preset: tuple[Any] | None = None
-    # the answer to a put stored in the write buffer
-    buffered: dict[str, Any] | None = None
-    # this attempt holds SERVER_LOCK until its response is received
-    holding: bool = False
-
-
-@define
-class Shim:
-    """The parts of a request the simulator reads, before botocore has built one."""
-
-    url: str
-    context: dict[str, Any]
-    body: Any
-
-
 def _accepted(factory: Any, **kwargs: Any) -> Any:
     # older botocore versions take fewer arguments; pass only what this one accepts
     names = inspect.signature(factory).parameters
@@ -94,7 +54,7 @@ def _accepted(factory: Any, **kwargs: Any) -> Any:
 class Hook:
     """The handlers attached to one botocore client."""
 
-    def __init__(self, simulator: CapacitySimulator, client: Any) -> None:
+    def __init__(self, simulator: Admission[Hook], client: Any) -> None:
         self.simulator = simulator
         self.client = client
         self._shadow: Any = None

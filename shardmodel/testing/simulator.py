@@ -20,7 +20,7 @@ import contextlib
 import json
 import random
 import threading
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -29,7 +29,9 @@ from botocore.exceptions import ClientError
 from pynamodb.models import Model
 
 from shardmodel.testing import _wire
-from shardmodel.testing._hook import STATE, Call, Hook, Plan, Shim, SimulatorError
+from shardmodel.testing._admission import STATE, Call, Plan, Shim
+from shardmodel.testing._hook import Hook, SimulatorError
+from shardmodel.testing.batches import partial_get, partial_write, settle_reads
 from shardmodel.testing.capacity import (
     CapacityLedger,
     CapacityLimits,
@@ -40,11 +42,6 @@ from shardmodel.testing.capacity import (
 )
 from shardmodel.testing.clock import Clock, SimulatedClock
 from shardmodel.testing.faults import Faults, Latency
-from shardmodel.testing.sizing import (
-    item_size,
-    items_size,
-    read_units,
-)
 from shardmodel.throttles import throttling_reasons
 
 __all__ = ["CapacitySimulator", "SimulatorError", "throttling_reasons"]
@@ -465,25 +462,8 @@ class CapacitySimulator:
         keep = [not (out or thr) for out, thr in zip(left_out, throttled, strict=True)]
         request.url = _wire.ANSWERED_URL
         if operation == "BatchWriteItem":
-            return self._partial_write(hook, body, plan, keep, request_id)
+            return partial_write(hook, body, plan, keep, request_id)
         return self._partial_get(hook, body, plan, keep, request_id, now)
-
-    def _partial_write(
-        self,
-        hook: Hook,
-        body: Mapping[str, Any],
-        plan: Plan,
-        keep: Sequence[bool],
-        request_id: str,
-    ) -> Any:
-        done: dict[str, list[Any]] = {}
-        rest: dict[str, list[Any]] = {}
-        for (table, position), kept in zip(plan.slots, keep, strict=True):
-            target = done if kept else rest
-            target.setdefault(table, []).append(body["RequestItems"][table][position])
-        if done:
-            hook.server("batch_write_item", RequestItems=_wire.from_wire(done))
-        return _wire.response(200, {"UnprocessedItems": rest}, request_id)
 
     def _partial_get(
         self,
@@ -494,28 +474,10 @@ class CapacitySimulator:
         request_id: str,
         now: float,
     ) -> Any:
-        done: dict[str, Any] = {}
-        rest: dict[str, Any] = {}
-        for (table, position), kept in zip(plan.slots, keep, strict=True):
-            spec = body["RequestItems"][table]
-            target = done if kept else rest
-            entry = target.setdefault(table, {**spec, "Keys": []})
-            entry["Keys"].append(spec["Keys"][position])
-        responses: dict[str, Any] = {}
-        if done:
-            parsed = hook.server("batch_get_item", RequestItems=_wire.from_wire(done))
-            responses = parsed.get("Responses", {})
-            kept_plan = Plan(
-                "BatchGetItem",
-                "read",
-                tuple(c for c, k in zip(plan.charges, keep, strict=True) if k),
-                tuple(s for s, k in zip(plan.slots, keep, strict=True) if k),
-                strong_tables=plan.strong_tables,
-            )
+        response, kept_plan, responses = partial_get(hook, body, plan, keep, request_id)
+        if kept_plan is not None:
             self._settle_reads(hook, kept_plan, {"Responses": responses}, now)
-        return _wire.response(
-            200, {"Responses": _wire.to_wire(responses), "UnprocessedKeys": rest}, request_id
-        )
+        return response
 
     def _settle_reads(
         self,
@@ -525,34 +487,4 @@ class CapacitySimulator:
         now: float,
     ) -> None:
         """Charge a read by what it returned, beyond the minimum charged when admitted."""
-        actual: dict[PartitionId, float] = defaultdict(float)
-        operation = plan.operation
-        if operation == "GetItem":  # an absent item still costs the minimum
-            size = item_size(parsed.get("Item") or {})
-            actual[plan.charges[0].partition] += read_units(size, plan.consistent)
-        elif operation == "Query":  # one page, charged by the bytes it read
-            size = items_size(parsed.get("Items", []))
-            actual[plan.charges[0].partition] += read_units(size, plan.consistent)
-        elif operation == "Scan":  # each partition the page read, by its bytes
-            sizes: dict[PartitionId, int] = defaultdict(int)
-            for item in parsed.get("Items", []):
-                sizes[hook.partition(plan.table, None, item)] += item_size(item)
-            for part, size in sizes.items():
-                actual[part] += read_units(size, plan.consistent)
-        elif operation == "BatchGetItem":  # each item rounded on its own
-            for table, items in parsed.get("Responses", {}).items():
-                for item in items:
-                    part = hook.partition(table, None, item)
-                    strong = table in plan.strong_tables
-                    actual[part] += read_units(item_size(item), strong)
-        elif operation == "TransactGetItems":
-            for charge, entry in zip(plan.charges, parsed.get("Responses", []), strict=False):
-                size = item_size(entry.get("Item") or {})
-                actual[charge.partition] += 2 * read_units(size, True)
-        charged: dict[PartitionId, float] = defaultdict(float)
-        for charge in plan.charges:
-            charged[charge.partition] += charge.units
-        for part, units in actual.items():
-            extra = units - charged.get(part, 0.0)
-            if extra > 0:
-                self.ledger.settle(part, plan.kind, extra, now)
+        settle_reads(self.ledger, hook, plan, parsed, now)

@@ -47,6 +47,18 @@ def test_version_and_help_list_every_command(capsys: Capture) -> None:
         assert name in out
 
 
+def test_help_lists_the_commands_in_their_order_and_the_public_names_stay(
+    capsys: Capture,
+) -> None:
+    """Each command registers from a module of its own; --help keeps one fixed order."""
+    import shardmodel.cli as cli
+
+    for name in ("COMMANDS", "CommandError", "add_command", "command", "load_model", "main"):
+        assert hasattr(cli, name)
+    assert main(["--help"]) == 0
+    assert "{demo,shards,plan,hot,boundaries,reshard}" in capsys.readouterr().out
+
+
 def test_boundaries_and_reshard_help_show_defaults(capsys: Capture) -> None:
     assert main(["boundaries", "--help"]) == 0
     out = capsys.readouterr().out

@@ -1,12 +1,16 @@
-"""``shardmodel reshard module:Model --to N``: the resharding runbook on the command line."""
+"""``shardmodel reshard module:Model --to N``: the resharding runbook on the command line.
+
+The phases, the state and the scans are :class:`shardmodel.migration.Reshard`'s; the
+command starts, steps, shows and finishes a migration and prints one status line a step.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any
 
-from shardmodel.cli import CommandError
+from shardmodel.cli.arguments import load_model
+from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
 from shardmodel.errors import ShardModelError
 from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import JOBS, Reshard
@@ -15,10 +19,9 @@ from shardmodel.migration.state import MigrationState
 __all__ = ["add_reshard_parser", "run_reshard"]
 
 
-def add_reshard_parser(commands: Any) -> None:
+@command
+def add_reshard_parser(commands: Subparsers) -> None:
     """Register the ``reshard`` subcommand on the CLI's subparsers."""
-    from shardmodel.cli import add_command  # the CLI imports this module lazily
-
     reshard = add_command(
         commands,
         "reshard",
@@ -46,12 +49,6 @@ def add_reshard_parser(commands: Any) -> None:
     )
     reshard.add_argument("--page-size", type=int, default=100, help="items per scan page")
     reshard.add_argument("--host", help="the DynamoDB endpoint (default: the model's Meta.host)")
-
-
-def _model(path: str) -> Any:
-    from shardmodel.cli import load_model  # the current directory on the import path
-
-    return load_model(path)
 
 
 def describe(operator: Reshard, state: MigrationState | None) -> str:
@@ -100,7 +97,7 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
 def run_reshard(args: argparse.Namespace) -> int:
     """Run the ``reshard`` subcommand; returns the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    model = _model(args.model)
+    model = load_model(args.model)  # the current directory on the import path
     if args.host:
         model.Meta.host = args.host
         model._connection = None

@@ -1,0 +1,126 @@
+"""``shardmodel hot module:Model``: a table's throttles and capacity, and its hottest keys.
+
+The throttle report comes from CloudWatch (:func:`shardmodel.ops.throttle_report`), the
+hot keys from the table's stream (:class:`shardmodel.ops.HotKeyTracker`); ``--grow``
+grows the hot keys of a DynamicShards model to what they need.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from shardmodel.cli.arguments import endpoint, load_model, non_negative, positive_int
+from shardmodel.cli.registry import CommandError, Subparsers, add_command, command, one_line
+from shardmodel.core.terminal import progress, table
+from shardmodel.engine import sharding_of
+
+
+@command
+def _hot_command(commands: Subparsers) -> None:
+    hot = add_command(
+        commands,
+        "hot",
+        "a table's throttles and capacity (CloudWatch) and its hottest keys (its stream)",
+        _hot,
+    )
+    hot.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
+    hot.add_argument("--minutes", type=positive_int, default=15, help="the window")
+    hot.add_argument("--top", type=positive_int, default=10, help="hot keys to list")
+    hot.add_argument(
+        "--partition-wcu",
+        type=non_negative,
+        help="write units a second one partition accepts (default: 1,000 on-demand; a "
+        "provisioned table's WCU over its initial partition count)",
+    )
+    hot.add_argument(
+        "--grow", action="store_true", help="grow hot DynamicShards keys to what they need"
+    )
+    hot.add_argument(
+        "--max-calls", type=positive_int, default=100, help="most stream requests to send"
+    )
+    hot.add_argument(
+        "--host", type=endpoint, help="the endpoint of every service (default: AWS, Meta.host)"
+    )
+
+
+def _clients(model: Any, host: str | None) -> tuple[Any, Any]:
+    import boto3
+
+    region = getattr(model.Meta, "region", None) or boto3.session.Session().region_name
+    host = host or getattr(model.Meta, "host", None)
+    # the regional streams endpoint: newer botocore routes by the ARN's account otherwise
+    streams_url = host or f"https://streams.dynamodb.{region}.amazonaws.com"
+    keys = {  # the model's own credentials, when its Meta sets them
+        option: getattr(model.Meta, option)
+        for option in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
+        if getattr(model.Meta, option, None)
+    }
+    cloudwatch = boto3.client("cloudwatch", region_name=region, endpoint_url=host, **keys)
+    streams = boto3.client("dynamodbstreams", region_name=region, endpoint_url=streams_url, **keys)
+    return cloudwatch, streams
+
+
+def _partition_share(description: dict[str, Any], given: float | None) -> tuple[float, str]:
+    """One partition's write limit: given, a provisioned table's share, or DynamoDB's."""
+    from shardmodel.capacity import PARTITION_WCU, initial_partitions, per_partition
+    from shardmodel.ops.report import provisioned_units
+
+    if given is not None:
+        return given, "--partition-wcu"
+    units = provisioned_units(description, None)
+    if units is None:
+        return float(PARTITION_WCU), "on-demand"
+    count = initial_partitions(units["read"], units["write"])
+    share = min(float(PARTITION_WCU), per_partition(units["read"], units["write"], count).wcu)
+    return share, f"{units['write']:,g} WCU over {count} initial partition(s)"
+
+
+def _hot(args: argparse.Namespace) -> int:
+    from botocore.exceptions import ClientError
+
+    from shardmodel.ops import HotKeyTracker, read_stream, throttle_report
+
+    if args.partition_wcu is not None and args.partition_wcu <= 0:
+        raise CommandError("--partition-wcu: give a number above 0")
+    model = load_model(args.model, args.host)
+    if sharding_of(model).spec.table_key() is None:
+        raise CommandError(f"{args.model} is not a ShardedModel with a sharded partition key")
+    if args.grow and sharding_of(model).directory is None:
+        raise CommandError(f"--grow: {args.model} has no DynamicShards key to grow")
+    cloudwatch, streams = _clients(model, args.host)
+    try:
+        with progress("reading CloudWatch"):
+            report = throttle_report(model, minutes=args.minutes, cloudwatch=cloudwatch)
+    except ClientError as error:  # an emulator without CloudWatch, or no permission
+        print(f"CloudWatch report unavailable: {one_line(error)}")
+    else:
+        print(report.render())
+    print()
+    description = model._get_connection().describe_table()
+    stream_arn = description.get("LatestStreamArn")
+    if not stream_arn:
+        print(
+            f"hot keys: {model.Meta.table_name} has no stream; enable one (NEW_IMAGE) to "
+            "count writes per key"
+        )
+        return 0
+    share, basis = _partition_share(description, args.partition_wcu)
+    tracker = HotKeyTracker(model, window=args.minutes * 60, partition_wcu=share, grow=args.grow)
+    with progress("reading the stream"):
+        counted = read_stream(tracker, stream_arn, streams, max_calls=args.max_calls)
+    top = tracker.top(args.top)
+    print(
+        f"hot keys: {counted:,} writes read from the stream, last {args.minutes} min, "
+        f"{share:,g} WCU/s a partition ({basis})"
+    )
+    if top:
+        rows = [
+            [k.logical_key, k.writes, round(k.per_second, 2), k.shards, f"{k.load:.0%}"]
+            for k in top
+        ]
+        print(table(("key", "writes", "WCU/s", "shards", "load/shard"), rows))
+    if args.grow:
+        for key, count in tracker.grow_hot().items():
+            print(f"grew {key!r} to {count} shards")
+    return 0
