@@ -138,3 +138,37 @@ class Views(ShardedModel):
 
 
 MIGRATION_MODELS = (Reading, WideReading, Click, WideClick, DayReading, Tagged, WideTagged, Views)
+
+
+def redeployed(model: Any, count: int) -> Any:
+    """``model`` as the code deployed after the change declares it: ``count`` shards."""
+    from attrs import evolve
+
+    from shardmodel.engine import sharding_of
+
+    attr = sharding_of(model).key()
+    name = next(n for n, a in model.get_attributes().items() if a is attr)
+    layout = attr.layout
+    strategies = [
+        evolve(s, n=count) if isinstance(s, HashShards | RandomShards) else s
+        for s in layout.strategies
+    ]
+    strategy: Any = strategies[0] if len(strategies) == 1 else strategies
+    meta = type("Meta", (), {k: v for k, v in vars(model.Meta).items() if not k.startswith("__")})
+    namespace = {
+        "Meta": meta,
+        "__module__": model.__module__,
+        name: ShardedKeyAttribute(
+            hash_key=True,
+            strategy=strategy,
+            separator=layout.separator,
+            first_shard=layout.first_shard,
+            placement=layout.placement,
+            attr_name=attr.attr_name,
+        ),
+    }
+    return type(f"{model.__name__}At{count}", (model,), namespace)
+
+
+#: Reading as the code deployed after a change to 32 shards declares it.
+ReadingAt32 = redeployed(Reading, 32)

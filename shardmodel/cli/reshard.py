@@ -14,7 +14,7 @@ from shardmodel.cli.registry import CommandError, Subparsers, add_command, comma
 from shardmodel.errors import ShardModelError
 from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import JOBS, Reshard
-from shardmodel.migration.state import MigrationState
+from shardmodel.migration.state import MigrationState, Phase
 
 __all__ = ["add_reshard_parser", "run_reshard"]
 
@@ -83,7 +83,18 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
             raise CommandError("--step: give --to N to start")
         state = operator.start(args.to, args.settle, args.segments)
     elif state.phase in JOBS and any(not p.done for p in operator.job_progress(state)):
+        if state.phase == Phase.DONE and operator.settle_left(state) > 0:
+            print(describe(operator, state))
+            print(f"hold: the sweep waits {operator.settle_left(state):.0f}s more")
+            return 1
         operator.run_job(page_size=args.page_size, progress=_progress(operator, state))
+    elif state.phase == Phase.DONE:
+        print(describe(operator, state))
+        print(
+            f"swept: deploy the code that declares {state.new_count} shards, then run "
+            "reshard --finish with its model"
+        )
+        return 0
     elif operator.settle_left(state) > 0:
         print(describe(operator, state))
         print(f"hold: wait {operator.settle_left(state):.0f}s before the next phase")

@@ -25,7 +25,13 @@ from attrs import frozen
 from shardmodel.engine.items import instance_key_values, key_text, sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import CursorError
-from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER, ActiveMigration, authority
+from shardmodel.keyspace.phases import (
+    COPY_MARKER,
+    MOVE_MARKER,
+    ActiveMigration,
+    authority,
+    is_tombstone,
+)
 
 __all__ = ["PLACE_MARK", "IndexCopies", "PreferredCopies", "index_copies", "split_cursor"]
 
@@ -115,6 +121,9 @@ class IndexCopies:
         by_key = {raw[attr.attr_name]["S"]: raw for raw in found}
         old = [by_key[k] for k in olds if k in by_key and k != new_key]
         holder = authority(old, by_key.get(new_key))
+        if holder is None and new_key not in by_key and any(is_tombstone(r) for r in old):
+            # the batch read the new key before a move reached it: the copy there holds it
+            return bool(physical == new_key)
         return holder is not None and holder[attr.attr_name]["S"] == physical
 
     def seen(self, item: Any) -> bool:

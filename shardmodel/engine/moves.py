@@ -1,19 +1,20 @@
 """Moving one item to its new key during a layout change, fenced, so it never has two owners.
 
-A move fences the item's old copy (``moving:<g>``: old-key writes now fail their condition
-and go to the new key), reads the old copy again (its content is frozen from the fence
-on), copies it to the new key (marked with the generation ``g``), turns the old copy into a
-tombstone (``moved:<g>``) and unmarks the new copy. Any process may finish a move another
-began, by taking it over as generation ``g + 1``: each step is conditional on its
-generation, a copy only replaces an earlier generation's, and a reader ignores a copy
-whose generation no tombstone names (a superseded move's late copy). A write to a new key
+A move fences the item's old copy (``moving:<token>``: old-key writes now fail their
+condition and go to the new key), reads the old copy again (its content is frozen from
+the fence on), copies it to the new key (marked with the token), turns the old copy into
+a tombstone (``moved``) and unmarks the new copy. Any process may finish a move another
+began: every step repeats the same frozen content under the same token, and a copy only
+replaces a marked copy, so once the move has ended a late copy from a stalled helper
+finds the item (or the tombstone a delete left) and changes nothing. A write to a new key
 first fences the item's old keys (:meth:`Mover.fence_old`): a tombstone where nothing is
 stored, else the item's move, finished.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from attrs import frozen
@@ -22,12 +23,10 @@ from botocore.exceptions import ClientError
 from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.phases import (
     COPY_MARKER,
+    FENCED,
     MOVE_MARKER,
-    copy_generation,
-    generation_of,
-    is_moved,
-    moved,
-    moving,
+    MOVED,
+    is_tombstone,
     state_of,
 )
 
@@ -94,155 +93,126 @@ class Mover:
 
     # -- moving ---------------------------------------------------------------------------
 
-    def move(self, old_key: _RawItem, new_physical: str) -> None:
+    def move(
+        self, old_key: _RawItem, new_physical: str, fault: Callable[[str], None] | None = None
+    ) -> None:
         """Move the item at ``old_key`` to ``new_physical`` (same sort key); idempotent.
 
         Returns once the old key holds a tombstone: the item moved (by this call or
         another process), or the old key held nothing and is now fenced.
 
+        ``fault``: a test hook called at ``"fenced"``, ``"copied"`` and ``"tombstoned"``
+        (raising there stands for a crash between two requests).
+
         Raises:
             MoveError: after :data:`MOVE_ROUNDS` rounds of other writers changing it.
         """
+        step = fault or (lambda point: None)
         range_value = old_key.get(self.range_name) if self.range_name else None
         new_key = self.key(new_physical, range_value)
         for _ in range(MOVE_ROUNDS):
             old = self.get(old_key)
-            state = state_of(old)
             if old is None:
                 if self.tombstone(old_key, {}):
                     return
                 continue
-            if is_moved(state):
+            if is_tombstone(old):
                 return
-            generation = generation_of(state) + 1
+            state = state_of(old)
             if state is None:
-                condition = "attribute_exists(#k) AND attribute_not_exists(#m)"
-                names, values = {"#k": self.hash_name}, {}
+                token = uuid.uuid4().hex
+                if not self._conditional(
+                    self.client.update_item,
+                    Key=old_key,
+                    UpdateExpression="SET #m = :m",
+                    ConditionExpression="attribute_exists(#k) AND attribute_not_exists(#m)",
+                    ExpressionAttributeNames={"#m": MOVE_MARKER, "#k": self.hash_name},
+                    ExpressionAttributeValues={":m": {"S": f"moving:{token}"}},
+                ):
+                    continue
+                step("fenced")
+                frozen_copy = self.get(old_key)  # what every read of the old copy sees now
             else:
-                condition, names, values = "#m = :was", {}, {":was": {"S": state}}
-            if not self._conditional(
-                self.client.update_item,
-                Key=old_key,
-                UpdateExpression="SET #m = :m",
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#m": MOVE_MARKER, **names},
-                ExpressionAttributeValues={":m": {"S": moving(generation)}, **values},
-            ):
+                token, frozen_copy = state.split(":", 1)[1], old  # helping a move under way
+            if frozen_copy is None or state_of(frozen_copy) != f"moving:{token}":
                 continue
-            frozen_copy = self.get(old_key)  # what every read of the old copy sees from now
-            if frozen_copy is None or state_of(frozen_copy) != moving(generation):
+            if not self._copy(frozen_copy, old_key, new_key, token):
                 continue
-            if not self._copy(frozen_copy, old_key, new_key, generation):
-                continue
+            step("copied")
             kept = {name: frozen_copy[name] for name in self.inputs if name in frozen_copy}
-            tombstoned = self._conditional(
+            self._conditional(
                 self.client.put_item,
-                Item={**old_key, **kept, MOVE_MARKER: {"S": moved(generation)}},
+                Item={**old_key, **kept, MOVE_MARKER: {"S": MOVED}},
                 ConditionExpression="#m = :m",
                 ExpressionAttributeNames={"#m": MOVE_MARKER},
-                ExpressionAttributeValues={":m": {"S": moving(generation)}},
+                ExpressionAttributeValues={":m": {"S": f"moving:{token}"}},
             )
-            if tombstoned or state_of(self.get(old_key)) == moved(generation):
-                self.unmark(new_key, generation)
+            step("tombstoned")
+            if is_tombstone(self.get(old_key)):
+                self._conditional(
+                    self.client.update_item,
+                    Key=new_key,
+                    UpdateExpression="REMOVE #c",
+                    ConditionExpression="#c = :t",
+                    ExpressionAttributeNames={"#c": COPY_MARKER},
+                    ExpressionAttributeValues={":t": {"S": token}},
+                )
                 return
-            self.drop_copy(new_key, generation)  # superseded: this generation never holds it
         raise MoveError(
             f"{self.table}: the item at {old_key} kept changing while it was moved to "
             f"{new_physical!r}; run the step again (a move is idempotent)"
         )
 
     def _copy(
-        self, frozen_copy: _RawItem, old_key: _RawItem, new_key: _RawItem, generation: int
+        self, frozen_copy: _RawItem, old_key: _RawItem, new_key: _RawItem, token: str
     ) -> bool:
-        """Write the frozen old copy at the new key, marked with the move's generation.
+        """Write the frozen old copy at the new key, marked with the move's token.
 
-        False when the new key holds a later generation's copy (this move was taken
-        over) or a confirmed item (the move finished elsewhere and the item was written).
+        Only where nothing is stored or a move's marked copy is: False when the new key
+        holds an item or a tombstone (the move ended elsewhere; the caller checks).
         """
         content = {k: v for k, v in frozen_copy.items() if k != MOVE_MARKER}
         content.update(new_key)
-        content[COPY_MARKER] = {"N": str(generation)}
+        content[COPY_MARKER] = {"S": token}
         if self._conditional(
             self.client.put_item,
             Item=content,
-            ConditionExpression="attribute_not_exists(#k) OR #c < :g",
+            ConditionExpression="attribute_not_exists(#k) OR attribute_exists(#c)",
             ExpressionAttributeNames={"#k": self.hash_name, "#c": COPY_MARKER},
-            ExpressionAttributeValues={":g": {"N": str(generation)}},
         ):
             return True
-        there = self.get(new_key)
-        if there is not None and copy_generation(there) is None:
-            if state_of(self.get(old_key)) == moving(generation):
-                raise MoveError(
-                    f"{self.table}: the new key {new_key} holds an item no move wrote while "
-                    "its old copy is being moved; was it written outside the migration?"
-                )
+        if state_of(self.get(old_key)) == f"moving:{token}":
+            raise MoveError(
+                f"{self.table}: the new key {new_key} holds an item no move wrote while "
+                "its old copy is being moved; was it written outside the migration?"
+            )
         return False
 
-    def unmark(self, new_key: _RawItem, generation: int) -> bool:
-        """Confirm generation ``generation``'s copy at ``new_key`` (its old copy moved)."""
+    def confirm(self, new_key: _RawItem, token: str) -> bool:
+        """Unmark the copy a move left at ``new_key`` (its old key holds a tombstone)."""
         return self._conditional(
             self.client.update_item,
             Key=new_key,
             UpdateExpression="REMOVE #c",
-            ConditionExpression="#c = :g",
+            ConditionExpression="#c = :t",
             ExpressionAttributeNames={"#c": COPY_MARKER},
-            ExpressionAttributeValues={":g": {"N": str(generation)}},
+            ExpressionAttributeValues={":t": {"S": token}},
         )
-
-    def drop_copy(self, new_key: _RawItem, generation: int) -> bool:
-        """Delete generation ``generation``'s copy at ``new_key``: no tombstone names it."""
-        return self._conditional(
-            self.client.delete_item,
-            Key=new_key,
-            ConditionExpression="#c = :g",
-            ExpressionAttributeNames={"#c": COPY_MARKER},
-            ExpressionAttributeValues={":g": {"N": str(generation)}},
-        )
-
-    def settle_copy(
-        self, new_key: _RawItem, old_keys: Sequence[_RawItem], new_physical: str
-    ) -> bool:
-        """Confirm or drop the marked copy at ``new_key``, by its old keys' tombstones.
-
-        A copy whose generation a tombstone names is the item (its move ended before the
-        copy was unmarked); one no tombstone names is a superseded move's late copy. An
-        old key that still holds the item is moved first (which settles the copy). False
-        when the new key held no marked copy.
-        """
-        found = False
-        for _ in range(MOVE_ROUNDS):
-            generation = copy_generation(self.get(new_key))
-            if generation is None:
-                return found
-            found = True
-            named: set[int] = set()
-            for key in old_keys:
-                there = self.get(key)
-                if there is not None and not is_moved(state_of(there)):
-                    self.move(key, new_physical)
-                    break
-                if there is not None:
-                    named.add(generation_of(state_of(there)))
-            else:
-                if generation in named:
-                    self.unmark(new_key, generation)
-                else:
-                    self.drop_copy(new_key, generation)
-        raise MoveError(f"{self.table}: the new copy {new_key} kept changing; run the step again")
 
     def tombstone(self, key: _RawItem, inputs: Mapping[str, Any]) -> bool:
-        """Fence ``key`` with a tombstone where nothing is stored (True: a tombstone is
-        there now). False when an item is there (it must be moved instead). ``inputs``:
-        the item's values of :attr:`inputs`."""
+        """Fence ``key`` where nothing is stored (True: a tombstone is there now).
+
+        False when an item is there (it must be moved instead). ``inputs``: the item's
+        values of :attr:`inputs`.
+        """
         if self._conditional(
             self.client.put_item,
-            Item={**key, **inputs, MOVE_MARKER: {"S": moved(0)}},
+            Item={**key, **inputs, MOVE_MARKER: {"S": FENCED}},
             ConditionExpression="attribute_not_exists(#k)",
             ExpressionAttributeNames={"#k": self.hash_name},
         ):
             return True
-        return is_moved(state_of(self.get(key)))
+        return is_tombstone(self.get(key))
 
     def fence_old(
         self,
@@ -250,24 +220,19 @@ class Mover:
         range_value: Mapping[str, Any] | None,
         inputs: Mapping[str, Any],
         new_physical: str,
-        tombstones: bool = True,
     ) -> None:
         """Before a write at ``new_physical``: no old key may hold the item any more.
 
         An item still at an old key is moved to the new key first (finishing a move
-        another process began). With ``tombstones``, an empty old key is fenced too, so
-        a process still writing old keys cannot put the item there later.
+        another process began); an empty old key is fenced with a tombstone, so a
+        process still writing old keys cannot put the item there later, and a scan
+        meets the item at its old key.
         """
         for physical in old_keys:
             key = self.key(physical, range_value)
-            if tombstones:
-                if not self.tombstone(key, inputs):
-                    self.move(key, new_physical)
-            else:
-                there = self.get(key)
-                if there is not None and not is_moved(state_of(there)):
-                    self.move(key, new_physical)
+            if not self.tombstone(key, inputs):
+                self.move(key, new_physical)
 
     def fenced(self, key: _RawItem) -> bool:
-        """True when the copy at ``key`` is fenced (a move holds it, or it moved)."""
+        """True when the copy at ``key`` is fenced (a move holds it, or a tombstone)."""
         return state_of(self.get(key)) is not None

@@ -27,7 +27,15 @@ from attrs import evolve, field, frozen
 from shardmodel.errors import UnknownShardError
 from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
-from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER, ActiveMigration, authority
+from shardmodel.keyspace.phases import (
+    COPY_MARKER,
+    FENCED,
+    MOVE_MARKER,
+    MOVED,
+    ActiveMigration,
+    authority,
+    state_of,
+)
 from shardmodel.keyspace.strategies import KeyValues, Segment, ShardCount, TimeBounds
 from shardmodel.request_bound import check_fan_out
 
@@ -157,13 +165,18 @@ class Placement:
         return [self.layout.compose(logical, [s]) for s in shards]
 
     def current(
-        self, copies: Sequence[_RawItem], key_of: Callable[[_RawItem], KeyValues]
+        self,
+        copies: Sequence[_RawItem],
+        key_of: Callable[[_RawItem], KeyValues],
+        lookup: Callable[[str, _RawItem], _RawItem | None] | None = None,
     ) -> _RawItem | None:
         """Of one item's copies found together, the one that holds it (None: none does).
 
         During a layout change: the old copy while it is not fenced or its move is in
         progress, else the new copy (:func:`~shardmodel.keyspace.phases.authority`); a
-        tombstone alone means the item moved and was deleted. While a compaction moves a
+        tombstone alone means the item moved after the read passed its new key: ``lookup``
+        (a consistent read of a key, given one of the item's rows) then reads the new copy
+        the move made. While a compaction moves a
         dynamic key's item: the copy on the retired (highest-numbered) shard, the one it
         was loaded from before the compaction.
         """
@@ -178,6 +191,11 @@ class Placement:
                 else:
                     new = raw
             found = authority(old, new)
+            if found is None and new is None and lookup is not None:
+                moved = next((raw for raw in old if state_of(raw) in (MOVED, FENCED)), None)
+                if moved is not None:
+                    target = migration.new_key(key_of(moved), self._physical_of(moved))
+                    found = authority([], lookup(target, moved))
             return None if found is None else _unmarked(found)
         if len(copies) == 1:
             return copies[0]

@@ -198,7 +198,7 @@ def _grouped(
     projection after it.
     """
     from shardmodel.engine.codec import home_key
-    from shardmodel.engine.reads import _raw_key_values
+    from shardmodel.engine.reads import _raw_key_values, moved_copy
 
     range_attr = model._range_key_attribute()  # type: ignore[attr-defined]
     layout = sharded(model).layout
@@ -215,7 +215,9 @@ def _grouped(
     def combine(run: list[dict[str, Any]]) -> dict[str, Any] | None:
         item = run[0]
         if not counters:
-            return placement.current(run, lambda raw: _raw_key_values(model, raw))
+            return placement.current(
+                run, lambda raw: _raw_key_values(model, raw), moved_copy(model)
+            )
         range_key = None
         if range_attr is not None:
             range_key = range_attr.deserialize(item[range_attr.attr_name][range_attr.attr_type])

@@ -101,7 +101,9 @@ def _resolve(
         if (hits and migrating) or (len(hits) > 1 and placement.moving):
             # a layout change (a tombstone alone is no item) or a compaction's two copies
             yield placement.current(
-                [by_key[(p, range_ser)] for p in hits], lambda raw: _raw_key_values(model, raw)
+                [by_key[(p, range_ser)] for p in hits],
+                lambda raw: _raw_key_values(model, raw),
+                moved_copy(model),
             )
             continue
         if len(hits) > 1:
@@ -113,6 +115,22 @@ def _resolve(
                 hits,
             )
         yield by_key[(hits[0], range_ser)] if hits else None
+
+
+def moved_copy(model: type[Any]) -> Callable[[str, _RawItem], _RawItem | None]:
+    """A consistent read of the copy at ``physical`` of the item ``row`` is a row of: what
+    a read asks when it met only a moved item's tombstone (it passed the new key first)."""
+    range_attr = model._range_key_attribute()
+    hash_name = sharded(model).attr_name
+
+    def lookup(physical: str, row: _RawItem) -> _RawItem | None:
+        key: dict[str, Any] = {hash_name: physical}
+        if range_attr is not None:
+            key[range_attr.attr_name] = row[range_attr.attr_name][range_attr.attr_type]
+        found = sharding_of(model).executor.batch_get([key], True, None)
+        return found[0] if found else None
+
+    return lookup
 
 
 def _raw_key_values(model: type[Any], raw: _RawItem) -> Any:
@@ -133,7 +151,8 @@ def get(
     ``plain`` is PynamoDB's own ``get``, used when one physical key is the only one.
     """
     candidates = candidate_keys(model, hash_key, range_key)
-    if len(candidates) == 1:
+    if len(candidates) == 1 and sharding_of(model).migration() is None:
+        # (during a layout change the one key may hold a tombstone: resolved below)
         return plain(candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get))
     (raw,) = _resolve(
         model, [(hash_key, range_key, candidates)], consistent_read, attributes_to_get
@@ -195,7 +214,7 @@ def refresh(item: Any, consistent_read: bool, plain: Callable[[bool], None]) -> 
     engine = sharding_of(model)
     attr = sharded(model)
     single = item._physical_key is not None or attr.layout.deterministic
-    if single and not engine.spec.counters:
+    if single and not engine.spec.counters and engine.migration() is None:
         plain(consistent_read)
         return
     logical = check_logical(model, getattr(item, attr.attr_name))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pynamodb.exceptions import PynamoDBException
+from pynamodb.exceptions import DeleteError, PynamoDBException
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
@@ -24,11 +24,12 @@ from shardmodel.engine.codec import (
     write_key,
 )
 from shardmodel.engine.items import instance_key_values, sharded
-from shardmodel.engine.moves import Mover
+from shardmodel.engine.moves import MOVE_ROUNDS, Mover
 from shardmodel.engine.placement import Placement
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
-from shardmodel.keyspace.phases import MOVE_MARKER
+from shardmodel.expressions.filters import matches
+from shardmodel.keyspace.phases import COPY_MARKER, DELETED, MOVE_MARKER, state_of
 from shardmodel.retry import is_condition_failure
 
 __all__ = [
@@ -42,8 +43,9 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-#: A write of the item: PynamoDB's own save/update/delete with this condition.
-_Write = Callable[[Condition | None], Any]
+#: A write of the item: PynamoDB's own save/update/delete with this condition; the flag
+#: says the write replaces a delete's tombstone (an update then removes its marker).
+_Write = Callable[[Condition | None, bool], Any]
 
 
 def mover_of(model: type[Any]) -> Mover:
@@ -99,27 +101,36 @@ def _fence_old(item: Any, placement: Placement, new_key: str, redirected: bool =
     assert migration is not None
     key = instance_key_values(item)
     if redirected:
-        olds, tombstones = migration.other_old_keys(key, new_key), True
+        olds = migration.other_old_keys(key, new_key)
     else:
-        olds, tombstones = migration.fence_keys(key, new_key), migration.rules.fence == "tombstone"
+        olds = migration.fence_keys(key, new_key)
     if olds:
-        mover_of(type(item)).fence_old(
-            olds, _range_value(item), _inputs(item), new_key, tombstones=tombstones
-        )
+        mover_of(type(item)).fence_old(olds, _range_value(item), _inputs(item), new_key)
 
 
-def _migrating(item: Any, placement: Placement, write: _Write, condition: Condition | None) -> Any:
-    """Run ``write`` on the copy that owns the item in this phase (see the module)."""
+def _migrating(
+    item: Any,
+    placement: Placement,
+    write: _Write,
+    condition: Condition | None,
+    tombstone: Callable[[Condition | None], Any] | None = None,
+) -> Any:
+    """Run ``write`` on the copy that owns the item in this phase (see the module).
+
+    ``tombstone``: a delete, which at a new key leaves a tombstone while the phase says so.
+    """
     migration = placement.migration
     assert migration is not None
     if placement.writes_new:
         _fence_old(item, placement, stored_key(item) if item._physical_key else write_key(item))
-        return write(condition)
+        if tombstone is not None and migration.rules.tombstones:
+            return tombstone(condition)
+        return _at_new_key(item, write, condition)
     if not placement.fenced:
-        return write(condition)
+        return write(condition, False)
     fence = Path(MOVE_MARKER).does_not_exist()
     try:
-        return write(fence if condition is None else condition & fence)
+        return write(fence if condition is None else condition & fence, False)
     except PynamoDBException as error:
         if not is_condition_failure(error):
             raise
@@ -132,9 +143,73 @@ def _migrating(item: Any, placement: Placement, write: _Write, condition: Condit
     item._pinned_key = item._physical_key = new_key
     try:
         _fence_old(item, placement, new_key, redirected=True)
-        return write(condition)
+        if tombstone is not None and migration.rules.tombstones:
+            return tombstone(condition)
+        return _at_new_key(item, write, condition)
     finally:
         item._pinned_key = None
+
+
+def _at_new_key(item: Any, write: _Write, condition: Condition | None) -> Any:
+    """Write the item at its new key, where a delete may have left a tombstone.
+
+    A tombstone there means the item does not exist: the caller's condition is checked
+    against no item (as DynamoDB would), then the write replaces the tombstone.
+    """
+    live = Path(MOVE_MARKER).does_not_exist()
+    for _ in range(MOVE_ROUNDS):
+        try:
+            return write(live if condition is None else condition & live, False)
+        except PynamoDBException as error:
+            if not is_condition_failure(error):
+                raise
+            mover = mover_of(type(item))
+            if state_of(mover.get(mover.key(stored_key(item), _range_value(item)))) != DELETED:
+                raise  # the caller's own condition failed on the item
+            if not matches(condition, {}):
+                raise  # ... or fails on no item
+            failure = error
+        try:
+            return write(Path(MOVE_MARKER) == DELETED, True)
+        except PynamoDBException as error:
+            if not is_condition_failure(error):
+                raise
+            failure = error  # the tombstone changed under us: look again
+    raise failure
+
+
+def _tombstone_delete(item: Any, condition: Condition | None, add_version_condition: bool) -> Any:
+    """Delete the item at its new key by leaving a tombstone (see :data:`DELETED`).
+
+    Until the sweep a move a phase behind may still copy the item to its new key; a
+    copy lands only where nothing or a move's own copy is stored, so the tombstone keeps
+    the deleted item deleted. The caller's condition (and the version condition) hold
+    against the item as a delete's would; deleting a tombstone changes nothing.
+    """
+    mover = mover_of(type(item))
+    hash_value, range_value = item._get_hash_range_key_serialized_values()
+    version = item._handle_version_attribute()
+    chosen = condition
+    if add_version_condition and version is not None:
+        chosen = version if chosen is None else chosen & version
+    live = Path(MOVE_MARKER).does_not_exist()
+    connection = item._get_connection()
+    attributes = {**_inputs(item), MOVE_MARKER: {"S": DELETED}}
+    try:
+        connection.put_item(
+            hash_value,
+            range_key=range_value,
+            attributes=attributes,
+            condition=live if chosen is None else chosen & live,
+        )
+        return None
+    except PynamoDBException as error:
+        if not is_condition_failure(error):
+            raise DeleteError("Failed to delete item", error.cause) from error
+        row = mover.get(mover.key(str(hash_value), _range_value(item)))
+        if state_of(row) == DELETED and matches(chosen, {}):
+            return None  # already deleted, and the condition holds on no item
+        raise DeleteError("Failed to delete item", error.cause) from error
 
 
 def save(
@@ -155,7 +230,7 @@ def save(
         if engine.spec.counters:
             return save_other_attributes(item, condition)
 
-        def put(chosen: Condition | None) -> dict[str, Any]:
+        def put(chosen: Condition | None, revive: bool = False) -> dict[str, Any]:
             return plain(chosen, add_version_condition=add_version_condition)
 
         if engine.spec.table_key() is None:
@@ -184,10 +259,16 @@ def update(
         if isinstance(actions, list):
             check_actions(item, actions)
 
-        def change(chosen: Condition | None) -> Any:
+        def change(chosen: Condition | None, revive: bool = False) -> Any:
+            done = actions
             if engine.spec.table_key() is not None and isinstance(actions, list):
                 chosen = physical_condition(item, chosen, stored_key(item))
-            return plain(actions, chosen, add_version_condition=add_version_condition)
+                if placement is not None and placement.writes_new:
+                    # the copy is the item's own now: a stalled move may not replace it
+                    done = [*actions, Path(COPY_MARKER).remove()]
+                    if revive:
+                        done.append(Path(MOVE_MARKER).remove())
+            return plain(done, chosen, add_version_condition=add_version_condition)
 
         placement = engine.placement() if engine.spec.table_key() is not None else None
         if placement is None or placement.migration is None:
@@ -220,7 +301,7 @@ def delete(
             delete_all_shards(item)
             return None
 
-        def remove(chosen: Condition | None) -> Any:
+        def remove(chosen: Condition | None, revive: bool = False) -> Any:
             if engine.spec.table_key() is not None:
                 chosen = physical_condition(item, chosen, stored_key(item))
             return plain(chosen, add_version_condition=add_version_condition)
@@ -229,7 +310,15 @@ def delete(
         if placement is None or placement.migration is None:
             return remove(condition)
         stored_key(item)
-        return _migrating(item, placement, remove, condition)
+        return _migrating(
+            item,
+            placement,
+            remove,
+            condition,
+            lambda chosen: _tombstone_delete(
+                item, physical_condition(item, chosen, stored_key(item)), add_version_condition
+            ),
+        )
 
 
 def refuse_in_migration(item: Any) -> None:

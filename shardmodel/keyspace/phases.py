@@ -1,4 +1,4 @@
-"""The phases of a shard count change and what each means for one key's placement.
+"""The phases of a layout change and what each means for one key's placement.
 
 Pure key math, no I/O: the phases and the state every process reads
 (:class:`MigrationState`), the rules of each phase (:data:`RULES`), an item's key in
@@ -10,22 +10,23 @@ copy (``moving``) the content is frozen and still the one reads return; once mov
 old copy is a tombstone and the new copy holds the item. Writes of a process that still
 writes old keys are conditional on the old copy not being fenced, and go to the new key
 when it is; a process writing new keys fences the old key first. So every item has
-exactly one copy that holds it at any time, and every process reads that one.
+exactly one copy that holds it at any time, and every process reads that one. Until the
+sweep, a delete at a new key leaves a tombstone too, so a move that stalled cannot bring
+the item back with a late copy, and every item whose key changes keeps a row at its old
+key, where a scan meets it once.
 
-======== ================================= ============ =============================
-phase    writes                            reads        job
-======== ================================= ============ =============================
-prepare  old key                           old + new    (processes start following)
-dual     old key, unless fenced            old + new    (every process now fences)
-backfill old key, unless fenced            old + new    move every old item
-read_new new key, after fencing the old    old + new
-new_only new key, after fencing the old    old + new    (no process writes old keys)
-cleanup  new key, after fencing the old    old + new    move what is left, then delete
-                                                        the old copies
-done     new key                           new
-======== ================================= ============ =============================
-
-(The phases keep the names of the dual-writing protocol they replaced.)
+========= =============================== ========== ======= ==========================
+phase     writes                          deletes    reads   job
+========= =============================== ========== ======= ==========================
+prepare   old key                         old key    both    (processes start following)
+dual      old key, unless fenced          tombstone  both    (every process now fences)
+backfill  old key, unless fenced          tombstone  both    move every old item
+read_new  new key, the old fenced first   tombstone  both
+new_only  new key, the old fenced first   tombstone  both    (no process writes old keys)
+cleanup   new key, the old fenced first   tombstone  both    move what is left
+drain     new key, the old fenced first   tombstone  new     (no move is under way)
+done      new key                         delete     new     sweep the tombstones
+========= =============================== ========== ======= ==========================
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ from shardmodel.keyspace.strategies import HashShards, KeyValues, RandomShards, 
 
 __all__ = [
     "COPY_MARKER",
+    "DELETED",
+    "FENCED",
+    "MARKERS",
     "MOVED",
     "MOVE_MARKER",
     "PHASES",
@@ -52,12 +56,8 @@ __all__ = [
     "Phase",
     "PhaseRules",
     "authority",
-    "copy_generation",
-    "generation_of",
-    "is_moved",
+    "is_tombstone",
     "key_in",
-    "moved",
-    "moving",
     "numbered_position",
     "resized_layout",
     "shard_count",
@@ -69,15 +69,16 @@ _Raw = TypeVar("_Raw", bound=Mapping[str, Any])
 
 
 class Phase(str, Enum):
-    """The phases of a shard count change, in order (see the resharding runbook)."""
+    """The phases of a layout change, in order (see the resharding runbook)."""
 
     PREPARE = "prepare"  # processes start following; writes go to old keys
     DUAL_WRITE = "dual_write"  # every process follows: old-key writes respect fences
     BACKFILL = "backfill"  # the backfill moves every item to its new key
     READ_NEW = "read_new"  # writes go to new keys, fencing the old first
     NEW_ONLY = "new_only"  # no process writes old keys any more
-    CLEANUP = "cleanup"  # the cleanup moves what is left and deletes the old copies
-    DONE = "done"  # reads and writes use the new layout only
+    CLEANUP = "cleanup"  # the cleanup moves what is left
+    DRAIN = "drain"  # reads use the new keys only; deletes still leave tombstones
+    DONE = "done"  # the sweep deletes the tombstones; then the state is removed
 
 
 #: Every phase in order.
@@ -114,49 +115,22 @@ class MigrationState:
         return PHASES.index(self.phase) >= PHASES.index(phase)
 
 
-#: On an item's old copy: ``moving:<g>`` while move generation ``g`` holds it (its content
-#: frozen, still the one reads return), ``moved:<g>`` once generation ``g``'s new copy took
-#: over (the old copy is then a tombstone: the keys and this attribute alone; ``moved:0``
-#: fences a key that held nothing). Each generation has one owner: a fence sets ``moving:1``
-#: where nothing was fenced, a take-over of a stalled move ``moving:<g + 1>`` where it read
-#: ``moving:<g>``, both conditionally.
+#: The bookkeeping attribute of a migration's rows: ``moving:<token>`` on an old copy a
+#: move holds (its content frozen, still the one reads return); :data:`MOVED` on an old
+#: key whose item moved; :data:`FENCED` on an old key fenced while it held nothing;
+#: :data:`DELETED` on a new key whose item was deleted. The last three are tombstones:
+#: the keys, what the key is computed from, and this attribute.
 MOVE_MARKER = "_shardmodel_move"
-#: The prefix of :data:`MOVE_MARKER` on a tombstone.
+#: An old key whose item moved to its new key.
 MOVED = "moved"
-#: On a new copy a move made, until the move is confirmed: the move's generation (a number,
-#: so a copy is only ever replaced by a later generation's).
+#: An old key fenced while it held nothing (the item, if any, lives at its new key).
+FENCED = "fenced"
+#: A new key whose item was deleted before the sweep.
+DELETED = "deleted"
+#: On a new copy a move made, until the move is confirmed: the move's token.
 COPY_MARKER = "_shardmodel_copy"
-
-
-def moving(generation: int) -> str:
-    """The fence of move generation ``generation`` in progress."""
-    return f"moving:{generation}"
-
-
-def moved(generation: int) -> str:
-    """The tombstone generation ``generation`` leaves (0: an empty key fenced)."""
-    return f"{MOVED}:{generation}"
-
-
-def generation_of(state: str | None) -> int:
-    """The generation of a ``moving:<g>`` or ``moved:<g>`` state (0 when unfenced)."""
-    if state is None:
-        return 0
-    _, _, number = state.partition(":")
-    return int(number) if number.isdigit() else 0
-
-
-def is_moved(state: str | None) -> bool:
-    """True for a tombstone's state (``moved:<g>``)."""
-    return state is not None and state.startswith(MOVED)
-
-
-def copy_generation(raw: Mapping[str, Any] | None) -> int | None:
-    """The generation a new copy is marked with (None: not marked, it is confirmed)."""
-    if raw is None:
-        return None
-    marked = raw.get(COPY_MARKER)
-    return None if marked is None else int(marked.get("N", 0))
+#: The bookkeeping attributes reads strip.
+MARKERS = (MOVE_MARKER, COPY_MARKER)
 
 
 @frozen
@@ -167,38 +141,53 @@ class PhaseRules:
         writes: ``"old"``: writes go to the item's old key; ``"new"``: to its new key.
         fenced: old-key writes carry the condition that the old copy is not fenced, and
             go to the new key when it is (no move can start before every process does).
-        fence: what a new-key write does to the item's old keys first: ``"tombstone"``
-            (fence an empty one, move an item still there: a process a phase behind may
-            still write old keys), ``"move"`` (move an item still there; no process
-            writes old keys any more, so an empty one stays empty), ``"none"``.
+        fence: a new-key write first fences the item's old keys with a tombstone where
+            nothing is stored, and moves an item still there.
+        tombstones: a delete at a new key leaves a :data:`DELETED` tombstone (a move a
+            phase behind may still copy the item there).
         reads: the layouts reads cover; an item found under both keys is read from the
             copy that holds it (:func:`authority`).
+        scan_old: a scan meets each moving item at its old key (every such item keeps a
+            row there until the sweep); else at its new key, skipping tombstones.
+        job: the scan job the phase runs (``"backfill"``, ``"cleanup"``, ``"sweep"``).
     """
 
     writes: Side
     fenced: bool
-    fence: Literal["none", "tombstone", "move"]
+    fence: bool
+    tombstones: bool
     reads: tuple[Side, ...]
+    scan_old: bool
+    job: str | None = None
 
 
 _BOTH: tuple[Side, ...] = ("old", "new")
+_NEW: tuple[Side, ...] = ("new",)
 RULES: dict[Phase, PhaseRules] = {
-    Phase.PREPARE: PhaseRules("old", False, "none", _BOTH),
-    Phase.DUAL_WRITE: PhaseRules("old", True, "none", _BOTH),
-    Phase.BACKFILL: PhaseRules("old", True, "none", _BOTH),
-    Phase.READ_NEW: PhaseRules("new", True, "tombstone", _BOTH),
-    Phase.NEW_ONLY: PhaseRules("new", True, "move", _BOTH),
-    Phase.CLEANUP: PhaseRules("new", True, "move", _BOTH),
-    Phase.DONE: PhaseRules("new", True, "none", ("new",)),
+    Phase.PREPARE: PhaseRules("old", False, False, False, _BOTH, True),
+    Phase.DUAL_WRITE: PhaseRules("old", True, False, True, _BOTH, True),
+    Phase.BACKFILL: PhaseRules("old", True, False, True, _BOTH, True, "backfill"),
+    Phase.READ_NEW: PhaseRules("new", True, True, True, _BOTH, True),
+    Phase.NEW_ONLY: PhaseRules("new", True, True, True, _BOTH, True),
+    Phase.CLEANUP: PhaseRules("new", True, True, True, _BOTH, True, "cleanup"),
+    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, True),
+    Phase.DONE: PhaseRules("new", True, False, False, _NEW, False, "sweep"),
 }
 
 
 def state_of(raw: Mapping[str, Any] | None) -> str | None:
-    """An old copy's move state: None (not fenced), ``moving:<g>`` or ``moved:<g>``."""
+    """A row's migration state: None (an item, not fenced), ``moving:<token>``,
+    :data:`MOVED`, :data:`FENCED` or :data:`DELETED`."""
     if raw is None:
         return None
     marked = raw.get(MOVE_MARKER)
     return None if marked is None else str(marked.get("S"))
+
+
+def is_tombstone(raw: Mapping[str, Any] | None) -> bool:
+    """True for a tombstone row (moved, fenced or deleted): it holds no item."""
+    state = state_of(raw)
+    return state is not None and not state.startswith("moving:")
 
 
 def authority(old: Sequence[_Raw], new: _Raw | None) -> _Raw | None:
@@ -207,20 +196,12 @@ def authority(old: Sequence[_Raw], new: _Raw | None) -> _Raw | None:
     ``old``: its copies found at keys of the old layout (random shrinks have several
     candidates; at most one holds the item); ``new``: its copy at its new key. An old copy
     not fenced, or fenced by a move in progress (its content frozen), holds the item; once
-    moved (a tombstone) or gone, the new copy does, unless it is marked by a generation no
-    tombstone names: a superseded move's late copy, after the item moved and was deleted
-    (a move's own copy always has its tombstone until the cleanup confirms the copy).
+    moved or fenced (a tombstone) or gone, the new copy does, unless it is a tombstone.
     """
-    generations: set[int] = set()
     for raw in old:
-        state = state_of(raw)
-        if state is None or not is_moved(state):
+        if not is_tombstone(raw):
             return raw
-        generations.add(generation_of(state))
-    marked = copy_generation(new)
-    if marked is not None and marked not in generations:
-        return None
-    return new
+    return None if new is None or is_tombstone(new) else new
 
 
 def numbered_position(model_name: str, layout: KeyLayout) -> int:
@@ -341,8 +322,8 @@ class ActiveMigration:
 
     def fence_keys(self, key: KeyValues, new_key: str) -> list[str]:
         """The old keys a write at ``new_key`` fences first: every one that is not it
-        (none once no process can write old keys and the cleanup has emptied them)."""
-        if self.rules.fence == "none":
+        (none once the sweep may delete the tombstones)."""
+        if not self.rules.fence:
             return []
         return self.other_old_keys(key, new_key)
 

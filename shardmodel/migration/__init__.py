@@ -1,4 +1,4 @@
-"""Changing a fixed shard count online: phases, the state table, backfill and cleanup.
+"""Changing a fixed shard count online: phases, the state table and their jobs.
 
 See the resharding runbook (docs/resharding.rst). Every process that reads or writes
 the model calls :func:`follow` once; an operator drives the phases with
@@ -7,6 +7,7 @@ the model calls :func:`follow` once; an operator drives the phases with
 
 from shardmodel.keyspace.phases import (
     COPY_MARKER,
+    MOVE_MARKER,
     PHASES,
     ActiveMigration,
     MigrationState,
@@ -20,6 +21,7 @@ from shardmodel.migration.state import MigrationConflictError, MigrationStore, S
 
 __all__ = [
     "COPY_MARKER",
+    "MOVE_MARKER",
     "PHASES",
     "ActiveMigration",
     "Estimate",

@@ -7,7 +7,8 @@ processes or hosts can each take their own segments.
 The backfill moves each item from its old key to its new key (a fenced move,
 :mod:`shardmodel.engine.moves`: from the fence on, writes of the item go to its new key,
 and its old copy becomes a tombstone). The cleanup moves what is left (items written to
-old keys after the backfill passed them) and deletes the tombstones. Both are
+old keys after the backfill passed them) and confirms the copies moves left marked. The
+sweep, once no process can still be moving an item, deletes the tombstones. All are
 idempotent: a crashed run resumes from its checkpoint, and a move another process began
 is finished, not begun again.
 """
@@ -30,12 +31,12 @@ from shardmodel.engine.writes import mover_of
 from shardmodel.keyspace.phases import (
     COPY_MARKER,
     MOVE_MARKER,
-    MOVED,
+    RULES,
     ActiveMigration,
-    is_moved,
+    is_tombstone,
     state_of,
 )
-from shardmodel.migration.state import MigrationStore, Phase, SegmentProgress
+from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 
 __all__ = ["Progress", "ScanJob"]
 
@@ -107,18 +108,19 @@ def _condition_failed(error: ClientError) -> bool:
 
 
 class ScanJob:
-    """One segment of the backfill (phase backfill) or the cleanup (phase cleanup).
+    """One segment of a phase's job: the backfill, the cleanup or the sweep (phase done).
 
     Args:
         model: the model being resharded.
         migration: the migration as read at the start of the job.
         store: the migration state table access.
-        job: ``"backfill"`` or ``"cleanup"``.
+        job: ``"backfill"``, ``"cleanup"`` or ``"sweep"``.
         segment: this job's segment number, below ``migration.state.segments``.
         page_size: items per Scan page (and per checkpoint).
         progress: where progress goes (None: nowhere).
-        fault: test hook called with a point name (``"page"``, ``"moved"``); raising from
-            it simulates a crash there.
+        fault: test hook called with a point name (``"page"``, ``"moved"``, and a move's
+            ``"fenced"``, ``"copied"``, ``"tombstoned"``); raising from it simulates a crash
+            there.
         sleep: unused (kept for callers that pass it).
     """
 
@@ -154,10 +156,8 @@ class ScanJob:
 
     def run(self) -> SegmentProgress:
         """Scan the segment to its end from its checkpoint; returns the final progress."""
-        expected = Phase.BACKFILL if self.job == "backfill" else Phase.CLEANUP
+        expected = next(phase for phase, rules in RULES.items() if rules.job == self.job)
         if self.migration.state.phase != expected:
-            from shardmodel.migration.state import MigrationConflictError
-
             raise MigrationConflictError(
                 f"the {self.job} runs in phase {expected.value}, but the migration is in "
                 f"phase {self.migration.state.phase.value}; advance it first"
@@ -192,47 +192,43 @@ class ScanJob:
         return progress
 
     def _handle(self, raw: _RawItem) -> int:
+        """Do this job's part for one row; 1 when it changed the row."""
         physical = raw[self.hash_name]["S"]
+        range_value = raw.get(self.range_name) if self.range_name else None
+        row_key = self.mover.key(physical, range_value)
+        state = state_of(raw)
+        if self.job == "sweep":
+            return int(
+                state is not None and is_tombstone(raw) and self._delete_tombstone(row_key, state)
+            )
         key = instance_key_values(self.model.from_raw_data(raw))
         target = self.migration.new_key(key, physical)
-        range_value = raw.get(self.range_name) if self.range_name else None
-        if target == physical:
-            if self.job == "cleanup" and COPY_MARKER in raw:
-                self._settle(key, target, range_value)
-            return 0  # at its new key (or the same key in both layouts)
-        old_key = self.mover.key(physical, range_value)
-        moved_already = is_moved(state_of(raw))
-        if self.job == "backfill":
-            if moved_already:
-                return 0
-            self.mover.move(old_key, target)
+        if target != physical:  # an old key
+            if is_tombstone(raw):
+                return 0  # moved or fenced; the sweep deletes it
+            self.mover.move(row_key, target, self.fault)
             self.fault("moved")
             return 1
-        if not moved_already:  # written after the backfill passed it: move it first
-            self.mover.move(old_key, target)
-            self.fault("moved")
-        self._settle(key, target, range_value)
-        return int(self._delete_tombstone(old_key))
+        if self.job == "cleanup" and COPY_MARKER in raw:
+            # a move's copy, unconfirmed: finish every move that may have made it, then
+            # confirm it (a stalled helper's late copy can no longer replace it)
+            for old in self.migration.other_old_keys(key, target):
+                self.mover.move(self.mover.key(old, range_value), target)
+            return int(self.mover.confirm(row_key, str(raw[COPY_MARKER]["S"])))
+        return 0  # at its new key (or the same key in both layouts)
 
-    def _settle(self, key: Any, target: str, range_value: Any) -> None:
-        """Confirm the new copy a move left marked, or drop a superseded move's late copy,
-        while the tombstones that decide it are still there."""
-        olds = [self.mover.key(k, range_value) for k in self.migration.other_old_keys(key, target)]
-        self.mover.settle_copy(self.mover.key(target, range_value), olds, target)
-
-    def _delete_tombstone(self, key: _RawItem) -> bool:
-        """Delete an old key's tombstone (its item lives at the new key)."""
+    def _delete_tombstone(self, key: _RawItem, state: str) -> bool:
+        """Delete a tombstone (moved, fenced or deleted), unless it changed since read."""
         try:
             self.client.delete_item(
                 TableName=self.table,
                 Key=key,
-                ConditionExpression="begins_with(#m, :moved)",
+                ConditionExpression="#m = :state",
                 ExpressionAttributeNames={"#m": MOVE_MARKER},
-                ExpressionAttributeValues={":moved": {"S": MOVED}},
+                ExpressionAttributeValues={":state": {"S": state}},
             )
         except ClientError as error:
             if _condition_failed(error):
                 return False
             raise
         return True
-

@@ -11,7 +11,14 @@ from pynamodb.models import Model
 from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
-from shardmodel.keyspace.phases import PHASES, MigrationState, Phase, numbered_position, shard_count
+from shardmodel.keyspace.phases import (
+    PHASES,
+    RULES,
+    MigrationState,
+    Phase,
+    numbered_position,
+    shard_count,
+)
 from shardmodel.keyspace.strategies import MAX_SHARDS, RandomShards
 from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.rules import ReshardWatch, check_reshardable
@@ -19,8 +26,8 @@ from shardmodel.migration.state import MigrationConflictError, MigrationStore, S
 
 __all__ = ["Estimate", "Reshard"]
 
-#: Phases that end with a scan job; the next phase waits for every segment to finish.
-JOBS = {Phase.BACKFILL: "backfill", Phase.CLEANUP: "cleanup"}
+#: Phases that end with a scan job; the next phase (or --finish) waits for every segment.
+JOBS = {phase: rules.job for phase, rules in RULES.items() if rules.job is not None}
 
 
 @frozen
@@ -144,7 +151,10 @@ class Reshard:
         """Move to the next phase once this one has settled and its job has finished."""
         state = self._required()
         if state.phase == Phase.DONE:
-            raise MigrationConflictError("the migration is done; declare the new count")
+            raise MigrationConflictError(
+                "the migration is done: run the sweep (reshard --step), deploy the code that "
+                "declares the new count, then reshard --finish"
+            )
         left = self.settle_left(state)
         if left > 0:
             raise MigrationConflictError(
@@ -175,7 +185,14 @@ class Reshard:
         job = JOBS.get(migration.state.phase)
         if job is None:
             raise MigrationConflictError(
-                f"phase {migration.state.phase.value} has no backfill or cleanup to run"
+                f"phase {migration.state.phase.value} has no job to run (backfill, cleanup "
+                "and sweep have their own phases); advance it with reshard --step"
+            )
+        left = self.settle_left(migration.state)
+        if job == "sweep" and left > 0:
+            raise MigrationConflictError(
+                f"the sweep deletes tombstones a move one phase behind still relies on; wait "
+                f"{left:.0f}s more (settle_seconds) so no process is in phase drain"
             )
         total = migration.state.segments
         chosen = range(total) if segment is None else [segment]
@@ -197,6 +214,20 @@ class Reshard:
             raise MigrationConflictError(
                 f"the migration is in phase {state.phase.value}; finish it before removing it"
             )
+        unfinished = [p.segment for p in self.job_progress(state) if not p.done]
+        if unfinished:
+            raise MigrationConflictError(
+                f"the sweep has not finished segments {unfinished}: its tombstones would stay "
+                "in the table; run it first (reshard --step)"
+            )
+        name = self.model.__name__
+        declared = shard_count(name, sharding_of(self.model).key().layout)
+        if declared != state.new_count:
+            raise MigrationConflictError(
+                f"{name} still declares {declared} shards: once the state is removed, code "
+                f"declaring {declared} would read and write the old keys, where no item is; "
+                f"deploy the code that declares {state.new_count}, then run --finish from it"
+            )
         self.store.remove()
 
     def steps(
@@ -209,10 +240,14 @@ class Reshard:
                 f"a migration to {state.new_count} shards is in progress, not to {to}"
             )
         yield state
-        while state.phase != Phase.DONE:
+        while True:
+            if state.phase == Phase.DONE:
+                self.clock.sleep(self.settle_left(state))  # the sweep waits for drain to pass
             if state.phase in JOBS:
                 total = self.estimate().items // max(state.segments, 1) or None
                 self.run_job(page_size=page_size, progress=Progress(JOBS[state.phase], total))
+            if state.phase == Phase.DONE:
+                return
             self.clock.sleep(self.settle_left(state))
             state = self.advance()
             yield state
@@ -235,15 +270,15 @@ class Reshard:
         pages = math.ceil(items / 100) if items else 1
         read_unit = max(1, math.ceil(avg / 4096)) if items else 1
         write_unit = max(1, math.ceil(avg / 1024)) if items else 1
-        scan_units = 2 * math.ceil(size / 4096)  # two consistent scans: backfill, cleanup
+        scan_units = 3 * math.ceil(size / 4096)  # three consistent scans: backfill, cleanup, sweep
         return Estimate(
             items=items,
             avg_item_bytes=avg,
             moving=moving,
-            # scans; per moved item: put, get, marker removal (backfill); get, delete (cleanup)
-            requests=2 * pages + 5 * moving,
+            # scans; per moved item: fence, get, copy, tombstone, get, unmark; the sweep's delete
+            requests=3 * pages + 7 * moving,
             read_units=scan_units + 2 * moving * read_unit,
-            write_units=3 * moving * write_unit,
+            write_units=5 * moving * write_unit,
         )
 
     def plan(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> str:
@@ -255,18 +290,20 @@ class Reshard:
             f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} shards, "
             f"{segments} scan segment(s), {settle_seconds:g}s settle between phases",
             "",
-            "  1. prepare     deletes reach both layouts; reads cover both",
-            "  2. dual_write  writes go to the old and the new key",
-            f"  3. backfill    copy {cost.moving:,} of ~{cost.items:,} items to their new keys",
-            "  4. read_new    reads prefer the new copy; writes still reach both",
-            "  5. new_only    writes go to the new keys only",
-            f"  6. cleanup     delete the {cost.moving:,} old copies",
-            f"  7. done        declare {to} shards in the code, then reshard --finish",
+            "  1. prepare     processes start following; writes go to old keys",
+            "  2. dual_write  old-key writes respect the fences of moves",
+            f"  3. backfill    move {cost.moving:,} of ~{cost.items:,} items to their new keys",
+            "  4. read_new    writes go to new keys, fencing the old first",
+            "  5. new_only    no process writes old keys any more",
+            "  6. cleanup     move what is left, confirm the moves' copies",
+            "  7. drain       reads use the new keys only",
+            f"  8. done        sweep the {cost.moving:,} tombstones; declare {to} shards in the "
+            "code, then reshard --finish",
             "",
             f"estimate: ~{cost.requests:,} requests, {cost.read_units:,.0f} RCU, "
             f"{cost.write_units:,.0f} WCU (items of ~{cost.avg_item_bytes:,.0f} bytes); "
-            "application writes cost twice during dual_write..read_new, and reads cover "
-            f"{max(old, to)} shards until done",
-            f"shortest duration: {6 * settle_seconds:g}s of settling plus the two scans",
+            "a write to a new key first fences its old key (one more conditional put), and "
+            f"reads cover {old + to} keys per logical key until drain",
+            f"shortest duration: {7 * settle_seconds:g}s of settling plus the three scans",
         ]
         return "\n".join(lines)

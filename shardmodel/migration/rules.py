@@ -25,7 +25,6 @@ from shardmodel.keyspace.keys import KeyLayout
 from shardmodel.keyspace.phases import (
     ActiveMigration,
     MigrationState,
-    Phase,
     numbered_position,
     resized_layout,
     shard_count,
@@ -92,14 +91,13 @@ class ReshardWatch:
         assert key is not None  # follow() checked the model
         declared: KeyLayout = key.layout
         count = shard_count(name, declared)
-        if state.phase == Phase.DONE and count == state.new_count:
-            return None  # finished, and the code already declares the new count
-        if count != state.old_count:
+        # code declaring either count follows the state: the state, not the code, says
+        # which layout a phase writes, until --finish removes it
+        if count not in (state.old_count, state.new_count):
             raise ShardConfigurationError(
                 f"{name} declares {count} shards, but the migration of table {state.table!r} "
                 f"moves {state.old_count} -> {state.new_count} (phase {state.phase.value}); "
-                f"declare {state.old_count} until the migration is done, then "
-                f"{state.new_count}"
+                f"declare {state.old_count} or {state.new_count}"
             )
         old = resized_layout(name, declared, state.old_count)
         return ActiveMigration(state, old, resized_layout(name, declared, state.new_count))

@@ -33,7 +33,19 @@ from shardmodel import (
     UnknownShardError,
 )
 from shardmodel.engine import sharding_of
-from shardmodel.keyspace.phases import key_in, numbered_position, resized_layout, shard_count
+from shardmodel.keyspace.phases import (
+    DELETED,
+    FENCED,
+    MOVE_MARKER,
+    MOVED,
+    authority,
+    is_tombstone,
+    key_in,
+    numbered_position,
+    resized_layout,
+    shard_count,
+    state_of,
+)
 from shardmodel.keyspace.strategies import KeyValues
 from shardmodel.migration import (
     ActiveMigration,
@@ -94,31 +106,33 @@ def hashed(count: int, seq: int) -> str:
 
 # -- the phase table -------------------------------------------------------------------
 
-#: The runbook's table: phase -> (writes, deletes, reads, prefer new, old copy deleted first)
+#: The runbook's table (docs/resharding.rst): phase -> (writes, old-key writes fenced,
+#: new-key writes fence the old first, deletes leave tombstones, reads, scans return items
+#: at their old keys, the phase's job)
 TABLE = {
-    Phase.PREPARE: (("old",), ("old", "new"), ("old", "new"), False, False),
-    Phase.DUAL_WRITE: (("old", "new"), ("old", "new"), ("old", "new"), False, False),
-    Phase.BACKFILL: (("old", "new"), ("old", "new"), ("old", "new"), False, False),
-    Phase.READ_NEW: (("new", "old"), ("old", "new"), ("old", "new"), True, False),
-    Phase.NEW_ONLY: (("new",), ("old", "new"), ("old", "new"), True, True),
-    Phase.CLEANUP: (("new",), ("old", "new"), ("old", "new"), True, True),
-    Phase.DONE: (("new",), ("new",), ("new",), True, False),
+    Phase.PREPARE: ("old", False, False, False, ("old", "new"), True, None),
+    Phase.DUAL_WRITE: ("old", True, False, True, ("old", "new"), True, None),
+    Phase.BACKFILL: ("old", True, False, True, ("old", "new"), True, "backfill"),
+    Phase.READ_NEW: ("new", True, True, True, ("old", "new"), True, None),
+    Phase.NEW_ONLY: ("new", True, True, True, ("old", "new"), True, None),
+    Phase.CLEANUP: ("new", True, True, True, ("old", "new"), True, "cleanup"),
+    Phase.DRAIN: ("new", True, True, True, ("new",), True, None),
+    Phase.DONE: ("new", True, False, False, ("new",), False, "sweep"),
 }
 
 
 @pytest.mark.parametrize("phase", list(Phase))
 def test_each_phase_follows_the_runbooks_table(phase: Phase) -> None:
-    """Writes, deletes, reads, the preferred copy and the delete order of every phase."""
-    writes, deletes, reads, prefer_new, old_first = TABLE[phase]
-    assert hash_grow(phase).rules == PhaseRules(writes, deletes, reads, prefer_new, old_first)
+    """Writes, fences, tombstones, reads, scans and the job of every phase."""
+    assert hash_grow(phase).rules == PhaseRules(*TABLE[phase])
 
 
-def test_reads_cover_both_layouts_until_done() -> None:
-    """Every phase before done reads the union of both layouts' keys; done reads the new."""
+def test_reads_cover_both_layouts_until_drain() -> None:
+    """Every phase before drain reads the union of both layouts' keys; drain and done the new."""
     migration = hash_grow(Phase.CLEANUP)
     assert migration.read_layouts() == [migration.old, migration.new]
-    done = hash_grow(Phase.DONE)
-    assert done.read_layouts() == [done.new]
+    for phase in (Phase.DRAIN, Phase.DONE):
+        assert hash_grow(phase).read_layouts() == [hash_grow(phase).new]
     assert migration.layout("old") is migration.old
     assert migration.layout("new") is migration.new
 
@@ -179,18 +193,18 @@ def test_a_retired_random_shard_maps_to_its_number_modulo_the_new_count() -> Non
 # -- where writes and deletes go -------------------------------------------------------
 
 
-def test_a_write_goes_first_to_the_phases_first_layout() -> None:
-    """Before read_new the old key is the primary; from read_new on, the new key."""
+def test_a_write_goes_to_the_layout_its_phase_writes() -> None:
+    """Before read_new the old key; from read_new on, the new key."""
     seq = moving_seq()
     rng = random.Random(0)
-    assert hash_grow(Phase.BACKFILL).primary_key(seq_key(seq), None, rng) == hashed(16, seq)
-    assert hash_grow(Phase.READ_NEW).primary_key(seq_key(seq), None, rng) == hashed(32, seq)
+    assert hash_grow(Phase.BACKFILL).write_key(seq_key(seq), None, rng) == hashed(16, seq)
+    assert hash_grow(Phase.READ_NEW).write_key(seq_key(seq), None, rng) == hashed(32, seq)
     stored = hashed(16, seq)
-    assert hash_grow(Phase.READ_NEW).primary_key(seq_key(seq), stored, rng) == hashed(32, seq)
-    assert random_shrink(Phase.READ_NEW).primary_key(KEY, "k#20", rng) == "k#4"
-    assert random_shrink(Phase.BACKFILL).primary_key(KEY, "k#20", rng) == "k#20"
-    assert random_grow(Phase.READ_NEW).primary_key(KEY, "k#20", rng) == "k#20"
-    fresh = {random_shrink(Phase.READ_NEW).primary_key(KEY, None, rng) for _ in range(80)}
+    assert hash_grow(Phase.READ_NEW).write_key(seq_key(seq), stored, rng) == hashed(32, seq)
+    assert random_shrink(Phase.READ_NEW).write_key(KEY, "k#20", rng) == "k#4"
+    assert random_shrink(Phase.BACKFILL).write_key(KEY, "k#20", rng) == "k#20"
+    assert random_grow(Phase.READ_NEW).write_key(KEY, "k#20", rng) == "k#20"
+    fresh = {random_shrink(Phase.READ_NEW).write_key(KEY, None, rng) for _ in range(80)}
     assert fresh == {f"k#{n}" for n in range(16)}  # a new item: a random new-layout shard
 
 
@@ -208,41 +222,34 @@ def test_a_stored_random_item_needs_its_shard() -> None:
     assert random_shrink(Phase.PREPARE).stored_key(KEY, "k#31") == "k#31"
 
 
-def test_writes_mirror_to_the_other_layout_while_both_are_written() -> None:
-    """Dual write to read_new: the other layout's key too; new_only on: none."""
+def test_a_new_key_write_fences_the_old_key_from_read_new_to_drain() -> None:
+    """The old key a write at the new key fences first: none before read_new (writes go
+    to old keys) and none at done (the sweep may delete tombstones)."""
     seq = moving_seq()
     old, new = hashed(16, seq), hashed(32, seq)
-    assert hash_grow(Phase.PREPARE).mirror_keys(seq_key(seq), old) == []
-    assert hash_grow(Phase.DUAL_WRITE).mirror_keys(seq_key(seq), old) == [new]
-    assert hash_grow(Phase.READ_NEW).mirror_keys(seq_key(seq), new) == [old]
-    assert hash_grow(Phase.NEW_ONLY).mirror_keys(seq_key(seq), new) == []
+    for phase in Phase:
+        fenced = hash_grow(phase).fence_keys(seq_key(seq), new)
+        assert fenced == ([old] if TABLE[phase][2] else []), phase
     same = next(s for s in range(100) if hashed(16, s) == hashed(32, s))
-    assert hash_grow(Phase.DUAL_WRITE).mirror_keys(seq_key(same), hashed(16, same)) == []
-
-
-def test_deletes_reach_both_layouts_until_done() -> None:
-    """A delete removes the other layout's copy in every phase but done."""
-    seq = moving_seq()
-    old, new = hashed(16, seq), hashed(32, seq)
-    assert hash_grow(Phase.PREPARE).delete_keys(seq_key(seq), old) == [new]
-    assert hash_grow(Phase.CLEANUP).delete_keys(seq_key(seq), new) == [old]
-    assert hash_grow(Phase.DONE).delete_keys(seq_key(seq), new) == []
+    assert hash_grow(Phase.READ_NEW).fence_keys(seq_key(same), hashed(32, same)) == []
 
 
 def test_shrinking_random_shards_a_new_key_has_every_old_key_that_folds_into_it() -> None:
     """New shard 4 of 16 may hold the items of old shards 4 and 20; a retired key is itself."""
     migration = random_shrink(Phase.READ_NEW)
     assert migration.random_shrink is True
-    assert migration.keys_in("old", KEY, "k#4") == ["k#4", "k#20"]
-    assert migration.keys_in("old", KEY, "k#20") == ["k#20"]
-    assert migration.keys_in("new", KEY, "k#20") == ["k#4"]
-    assert migration.mirror_keys(KEY, "k#4") == ["k#20"]
-    assert random_shrink(Phase.BACKFILL).mirror_keys(KEY, "k#20") == ["k#4"]
+    assert migration.old_keys(KEY, "k#4") == ["k#4", "k#20"]
+    assert migration.old_keys(KEY, "k#20") == ["k#20"]
+    assert migration.new_key(KEY, "k#20") == "k#4"
+    assert migration.fence_keys(KEY, "k#4") == ["k#20"]
+    assert migration.is_old_key(KEY, "k#20") is True
+    assert migration.is_old_key(KEY, "k#4") is False  # its new key too
     wider = ActiveMigration(
         state(Phase.READ_NEW, 40, 16), KeyLayout(RandomShards(40)), KeyLayout(RandomShards(16))
     )
-    assert wider.keys_in("old", KEY, "k#3") == ["k#3", "k#19", "k#35"]
-    assert wider.keys_in("old", KEY, "k#16") == ["k#16"]  # retired: its own key only
+    assert wider.old_keys(KEY, "k#3") == ["k#3", "k#19", "k#35"]
+    assert wider.old_keys(KEY, "k#16") == ["k#16"]  # retired: its own key only
+    assert wider.new_key(KEY, "k#35") == "k#3"
 
 
 def test_only_a_shrink_of_random_shards_is_a_random_shrink() -> None:
@@ -254,58 +261,49 @@ def test_only_a_shrink_of_random_shards_is_a_random_shrink() -> None:
         KeyLayout(HashShards(16, on=["seq"])),
     )
     assert hash_shrink.random_shrink is False
-    assert random_grow(Phase.READ_NEW).keys_in("old", KEY, "k#4") == ["k#4"]
+    assert random_grow(Phase.READ_NEW).old_keys(KEY, "k#4") == ["k#4"]
+    assert random_grow(Phase.READ_NEW).old_keys(KEY, "k#20") == ["k#20"]  # born there
     same = ActiveMigration(
         state(Phase.READ_NEW, 16, 16), KeyLayout(RandomShards(16)), KeyLayout(RandomShards(16))
     )
     assert same.random_shrink is False
 
 
-def test_mirrors_onto_retired_shards_are_conditional_on_an_item_there() -> None:
-    """From a kept shard to a retired one only: the retired key may hold no original."""
-    migration = random_shrink(Phase.READ_NEW)
-    assert migration.is_moved_key("k#20") is True
-    assert migration.is_moved_key("k#16") is True
-    assert migration.is_moved_key("k#15") is False
-    assert migration.only_if_stored("k#4", "k#20") is True
-    assert migration.only_if_stored("k#20", "k#4") is False
-    assert migration.only_if_stored("k#4", "k#5") is False
-    assert random_grow(Phase.READ_NEW).only_if_stored("k#4", "k#20") is False
+# -- which copy holds an item ----------------------------------------------------------
 
 
-# -- which copy a read keeps -----------------------------------------------------------
+def row(marker: str | None, value: str = "v") -> dict[str, Any]:
+    found: dict[str, Any] = {"value": {"S": value}}
+    if marker is not None:
+        found[MOVE_MARKER] = {"S": marker}
+    return found
 
 
-def test_reads_prefer_the_old_copy_before_read_new_and_the_new_one_after() -> None:
-    """Of an item's two copies, the preferred layout's key is the one reads return."""
-    seq = moving_seq()
-    old, new = hashed(16, seq), hashed(32, seq)
-    before, after = hash_grow(Phase.BACKFILL), hash_grow(Phase.READ_NEW)
-    assert (before.is_preferred(seq_key(seq), old), before.is_preferred(seq_key(seq), new)) == (
-        True,
+def test_a_rows_state_and_tombstones() -> None:
+    """Moved, fenced and deleted rows are tombstones; a move's fenced copy still holds."""
+    assert [state_of(row(m)) for m in (None, "moving:t", MOVED)] == [None, "moving:t", MOVED]
+    assert state_of(None) is None
+    assert [is_tombstone(row(m)) for m in (None, "moving:t", MOVED, FENCED, DELETED)] == [
         False,
-    )
-    assert (after.is_preferred(seq_key(seq), old), after.is_preferred(seq_key(seq), new)) == (
         False,
         True,
-    )
-    assert before.is_current(seq_key(seq), old) is True
-    assert after.is_current(seq_key(seq), new) is True
+        True,
+        True,
+    ]
 
 
-def test_shrinking_random_shards_the_retired_original_is_current_until_read_new() -> None:
-    """Both copies sit at valid old keys: the one on the retired shard wins before read_new."""
-    before, after = random_shrink(Phase.BACKFILL), random_shrink(Phase.READ_NEW)
-    assert (before.is_current(KEY, "k#20"), before.is_current(KEY, "k#4")) == (True, False)
-    assert (after.is_current(KEY, "k#20"), after.is_current(KEY, "k#4")) == (False, True)
-    assert random_grow(Phase.BACKFILL).is_current(KEY, "k#20") is True
-
-
-def test_an_old_key_moves_when_its_new_key_differs() -> None:
-    """is_moved: whether the item has another new key, and which."""
-    migration = random_shrink(Phase.BACKFILL)
-    assert migration.is_moved(KEY, "k#20") == (True, "k#4")
-    assert migration.is_moved(KEY, "k#3") == (False, "k#3")
+def test_the_old_copy_holds_the_item_until_it_is_a_tombstone() -> None:
+    """authority: an old copy not fenced, or frozen by a move, holds the item; then the
+    new copy does, unless a delete left a tombstone there."""
+    old, frozen, new = row(None, "old"), row("moving:t", "frozen"), row(None, "new")
+    assert authority([old], new) is old
+    assert authority([frozen], new) is frozen
+    assert authority([row(MOVED)], new) is new
+    assert authority([row(FENCED)], new) is new
+    assert authority([row(MOVED)], row(DELETED)) is None
+    assert authority([row(MOVED)], None) is None
+    assert authority([], new) is new
+    assert authority([row(FENCED), old], new) is old  # a random shrink: one old key holds it
 
 
 # -- a process's view of the phase -----------------------------------------------------
@@ -357,22 +355,22 @@ def test_the_state_gives_both_layouts_from_the_declared_one() -> None:
     assert active.new.strategies == (HashShards(32, on=["seq"]),)
 
 
-def test_a_finished_migration_the_code_already_declares_is_over() -> None:
-    """Done, with the new count declared: no migration; done with the old one: still one."""
+def test_code_declaring_either_count_follows_until_the_state_is_removed() -> None:
+    """Done, with the new count declared: still the migration (the sweep may not have run)."""
     watch, _ = watch_of(None)
-    assert watch.active(state(Phase.DONE, old=8, new=16)) is None
-    still = watch.active(state(Phase.DONE, old=16, new=32))
-    assert still is not None and still.rules.reads == ("new",)
+    for old, new in ((8, 16), (16, 32)):
+        still = watch.active(state(Phase.DONE, old=old, new=new))
+        assert still is not None and still.rules.reads == ("new",)
 
 
 def test_a_declared_count_that_is_neither_side_is_refused() -> None:
-    """The code must declare the old count until the migration is done, then the new."""
+    """The code must declare the old or the new count."""
     watch, _ = watch_of(None)
     with pytest.raises(ShardConfigurationError) as caught:
         watch.active(state(Phase.BACKFILL, old=8, new=32))
     assert str(caught.value) == (
         "PhaseModel declares 16 shards, but the migration of table 'phase-rules' moves "
-        "8 -> 32 (phase backfill); declare 8 until the migration is done, then 32"
+        "8 -> 32 (phase backfill); declare 8 or 32"
     )
 
 
