@@ -303,7 +303,7 @@ class Reshard:
             f"estimate: ~{cost.requests:,} requests, {cost.read_units:,.0f} RCU, "
             f"{cost.write_units:,.0f} WCU (items of ~{cost.avg_item_bytes:,.0f} bytes); "
             "a write to a new key first fences its old key (one more conditional put), and "
-            f"reads cover {old + to} keys per logical key until drain",
+            f"reads cover {max(old, to)} shards until drain",
             f"shortest duration: {7 * settle_seconds:g}s of settling plus the three scans",
         ]
         return "\n".join(lines)
