@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
@@ -41,6 +44,23 @@ class FakeClock:
 
 
 COUNTER_CLOCK = FakeClock()
+
+
+class ExactNumberAttribute(NumberAttribute):
+    """A number written and read exactly: Decimals in, Decimals out.
+
+    PynamoDB's NumberAttribute goes through json, which cannot write a Decimal and reads
+    a 38-digit number back as a rounded float. ints and floats are written as PynamoDB
+    writes them (json), Decimals as their own text (``1.5E+40`` stays in that form).
+    """
+
+    def serialize(self, value: Any) -> Any:
+        if isinstance(value, Decimal):
+            return str(value)
+        return super().serialize(value)
+
+    def deserialize(self, value: Any) -> Decimal:
+        return Decimal(value)
 
 
 class RandomEvent(ShardedModel):
@@ -395,3 +415,77 @@ ALL_MODELS: tuple[type[Model], ...] = (
     Tally,
     PlainTally,
 )
+
+
+# -- models built per drawn shard count -------------------------------------------------
+#
+# Several classes share a fixed model's table: their items sit under distinct logical
+# keys. A class is built once per (shape, shard count, cursor secret) and pointed at its
+# template's endpoint each time it is handed out (the suites bind the templates).
+
+_ENDPOINT = ("host", "region", "aws_access_key_id", "aws_secret_access_key")
+_BUILT: dict[tuple[Any, ...], type[Model]] = {}
+
+
+def _built(key: tuple[Any, ...], template: type[Model], build: Any) -> Any:
+    from shardmodel.testing import bind_models
+
+    model = _BUILT.get(key)
+    if model is None:
+        model = _BUILT[key] = build()
+    meta = template.Meta
+    fields = {name: getattr(meta, name) for name in _ENDPOINT[1:] if hasattr(meta, name)}
+    bind_models([model], host=getattr(meta, "host", None), **fields)
+    return model
+
+
+def _meta_like(template: type[Model], **extra: Any) -> type:
+    fields = {
+        name: getattr(template.Meta, name) for name in _ENDPOINT if hasattr(template.Meta, name)
+    }
+    return type("Meta", (), {"table_name": template.Meta.table_name, **fields, **extra})
+
+
+CursorSecret = str | bytes | None
+
+
+def event_model(kind: str, shards: int, secret: CursorSecret = None) -> type[ShardedModel]:
+    """Events on ``shards`` shards with an exact number sort key (Decimals in and out).
+
+    ``kind`` "random" (RandomShards, on RandomEvent's table) or "hashed" (HashShards on
+    the sort key, on HashedEvent's table). Classes differing only in ``secret`` share a
+    name, so a cursor of one is a cursor of the same query for the other.
+    """
+    template = {"random": RandomEvent, "hashed": HashedEvent}[kind]
+
+    def build() -> type[ShardedModel]:
+        strategy = (
+            RandomShards(shards) if kind == "random" else HashShards(shards, on=["timestamp"])
+        )
+        meta = (
+            _meta_like(template) if secret is None else _meta_like(template, cursor_secret=secret)
+        )
+        namespace = {
+            "Meta": meta,
+            "user_id": ShardedKeyAttribute(hash_key=True, strategy=strategy),
+            "timestamp": ExactNumberAttribute(range_key=True),
+            "event_type": UnicodeAttribute(null=True),
+        }
+        return type(f"{kind.title()}{shards}", (ShardedModel,), namespace)
+
+    return _built(("event", kind, shards, type(secret), secret), template, build)  # type: ignore[no-any-return]
+
+
+def plain_event_model() -> type[Model]:
+    """The unsharded reference of :func:`event_model`, on PlainEvent's table."""
+
+    def build() -> type[Model]:
+        namespace = {
+            "Meta": _meta_like(PlainEvent),
+            "user_id": UnicodeAttribute(hash_key=True),
+            "timestamp": ExactNumberAttribute(range_key=True),
+            "event_type": UnicodeAttribute(null=True),
+        }
+        return type("PlainExactEvent", (Model,), namespace)
+
+    return _built(("plain-event",), PlainEvent, build)  # type: ignore[no-any-return]
