@@ -63,6 +63,18 @@ class ExactNumberAttribute(NumberAttribute):
         return Decimal(value)
 
 
+class PlainNumberAttribute(NumberAttribute):
+    """PynamoDB's NumberAttribute (read through json: int or float) writing Decimals exactly.
+
+    A plain model's totals as its users see them, stored to the last of 38 digits.
+    """
+
+    def serialize(self, value: Any) -> Any:
+        if isinstance(value, Decimal):
+            return str(value)
+        return super().serialize(value)
+
+
 class RandomEvent(ShardedModel):
     """Append-only events on 10 random shards."""
 
@@ -221,8 +233,8 @@ class PlainTally(Model):
 
     board = UnicodeAttribute(hash_key=True)
     slot = NumberAttribute(range_key=True)
-    hits = NumberAttribute(null=True)
-    amount = NumberAttribute(null=True)
+    hits = PlainNumberAttribute(null=True)
+    amount = PlainNumberAttribute(null=True)
     kind = UnicodeAttribute(null=True)
 
 
@@ -489,3 +501,20 @@ def plain_event_model() -> type[Model]:
         return type("PlainExactEvent", (Model,), namespace)
 
     return _built(("plain-event",), PlainEvent, build)  # type: ignore[no-any-return]
+
+
+def tally_model(shards: int) -> type[ShardedModel]:
+    """Tally's schema with its counters spread over ``shards`` shards, on Tally's table."""
+
+    def build() -> type[ShardedModel]:
+        namespace = {
+            "Meta": _meta_like(Tally),
+            "board": ShardedKeyAttribute(hash_key=True, strategy=RandomShards(shards)),
+            "slot": NumberAttribute(range_key=True),
+            "hits": CounterAttribute(null=True),
+            "amount": CounterAttribute(null=True),
+            "kind": UnicodeAttribute(null=True),
+        }
+        return type(f"Tally{shards}", (ShardedModel,), namespace)
+
+    return _built(("tally", shards), Tally, build)  # type: ignore[no-any-return]
