@@ -518,3 +518,39 @@ def tally_model(shards: int) -> type[ShardedModel]:
         return type(f"Tally{shards}", (ShardedModel,), namespace)
 
     return _built(("tally", shards), Tally, build)  # type: ignore[no-any-return]
+
+
+def series_model(shards: int, secret: CursorSecret = None) -> type[TimeSeriesModel]:
+    """SeriesReading's layout with ``shards`` hash shards per hour, on its table."""
+
+    def build() -> type[TimeSeriesModel]:
+        strategy = [HashShards(shards, on="sensor_id"), TimeBuckets("timestamp", "hour")]
+        extra = {} if secret is None else {"cursor_secret": secret}
+        namespace = {
+            "Meta": _meta_like(SeriesReading, **extra),
+            "pk": BucketKeyAttribute(strategy=strategy, attr_name="PK"),
+            "sk": SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK"),
+            "sensor_id": UnicodeAttribute(),
+            "timestamp": SeriesTimeAttribute(),
+            "value": NumberAttribute(null=True),
+        }
+        return type(f"SeriesReading{shards}", (TimeSeriesModel,), namespace)
+
+    return _built(("series", shards, type(secret), secret), SeriesReading, build)  # type: ignore[no-any-return]
+
+
+def iso_model(shards: int) -> type[ShardedModel]:
+    """IsoEvent's layout with ``shards`` random shards per day bucket, on its table."""
+
+    def build() -> type[ShardedModel]:
+        namespace = {
+            "Meta": _meta_like(IsoEvent),
+            "user_id": ShardedKeyAttribute(
+                hash_key=True, strategy=[TimeBuckets("at", "day"), RandomShards(shards)]
+            ),
+            "at": UnicodeAttribute(range_key=True),
+            "event_type": UnicodeAttribute(null=True),
+        }
+        return type(f"IsoEvent{shards}", (ShardedModel,), namespace)
+
+    return _built(("iso", shards), IsoEvent, build)  # type: ignore[no-any-return]

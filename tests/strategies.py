@@ -14,6 +14,13 @@ logical_keys = st.text(
     max_size=60,
 )
 
+#: Time-series entities: any non-empty text without the sort key separator ``#``.
+entity_keys = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00#"),
+    min_size=1,
+    max_size=60,
+)
+
 epoch_seconds = st.integers(min_value=0, max_value=4_102_444_800)  # 1970 .. 2100
 
 aware_datetimes = st.builds(
