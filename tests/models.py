@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from decimal import Decimal
 from typing import Any
 
@@ -46,33 +47,25 @@ class FakeClock:
 COUNTER_CLOCK = FakeClock()
 
 
-class ExactNumberAttribute(NumberAttribute):
-    """A number written and read exactly: Decimals in, Decimals out.
-
-    PynamoDB's NumberAttribute goes through json, which cannot write a Decimal and reads
-    a 38-digit number back as a rounded float. ints and floats are written as PynamoDB
-    writes them (json), Decimals as their own text (``1.5E+40`` stays in that form).
-    """
-
-    def serialize(self, value: Any) -> Any:
-        if isinstance(value, Decimal):
-            return str(value)
-        return super().serialize(value)
-
-    def deserialize(self, value: Any) -> Decimal:
-        return Decimal(value)
-
-
 class PlainNumberAttribute(NumberAttribute):
     """PynamoDB's NumberAttribute (read through json: int or float) writing Decimals exactly.
 
-    A plain model's totals as its users see them, stored to the last of 38 digits.
+    PynamoDB's own cannot write a Decimal (json). ints and floats are written as it
+    writes them, Decimals as their own text (``1.5E+40`` stays in that form): a plain
+    model's numbers as its users see them, stored to the last of 38 digits.
     """
 
     def serialize(self, value: Any) -> Any:
         if isinstance(value, Decimal):
             return str(value)
         return super().serialize(value)
+
+
+class ExactNumberAttribute(PlainNumberAttribute):
+    """A number written and read exactly: read back as a Decimal, not json's float."""
+
+    def deserialize(self, value: Any) -> Decimal:
+        return Decimal(value)
 
 
 class RandomEvent(ShardedModel):
@@ -432,11 +425,13 @@ ALL_MODELS: tuple[type[Model], ...] = (
 # -- models built per drawn shard count -------------------------------------------------
 #
 # Several classes share a fixed model's table: their items sit under distinct logical
-# keys. A class is built once per (shape, shard count, cursor secret) and pointed at its
-# template's endpoint each time it is handed out (the suites bind the templates).
+# keys. A class is built per (shape, shard count, cursor secret) and pointed at its
+# template's endpoint each time it is handed out (the suites bind the templates). The
+# last BUILT_KEPT classes are kept for reuse: each holds a botocore client (~10 MB).
 
 _ENDPOINT = ("host", "region", "aws_access_key_id", "aws_secret_access_key")
-_BUILT: dict[tuple[Any, ...], type[Model]] = {}
+BUILT_KEPT = 24
+_BUILT: OrderedDict[tuple[Any, ...], type[Model]] = OrderedDict()
 
 
 def _built(key: tuple[Any, ...], template: type[Model], build: Any) -> Any:
@@ -445,6 +440,9 @@ def _built(key: tuple[Any, ...], template: type[Model], build: Any) -> Any:
     model = _BUILT.get(key)
     if model is None:
         model = _BUILT[key] = build()
+        while len(_BUILT) > BUILT_KEPT:
+            _BUILT.popitem(last=False)
+    _BUILT.move_to_end(key)
     meta = template.Meta
     fields = {name: getattr(meta, name) for name in _ENDPOINT[1:] if hasattr(meta, name)}
     bind_models([model], host=getattr(meta, "host", None), **fields)
