@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -56,13 +57,18 @@ def to_utc(name: str, value: Any) -> datetime:
         try:
             return datetime.fromtimestamp(float(value), tz=timezone.utc)
         except (ValueError, OverflowError, OSError):
-            unit = (
-                "; if it is in milliseconds, divide it by 1000" if abs(float(value)) > 1e11 else ""
-            )
+            pass
+        # NaN, infinities and signaling NaNs (float() of one raises) name no time at all
+        finite = not isinstance(value, Decimal) or value.is_finite()
+        if not finite or (isinstance(value, float) and not math.isfinite(value)):
             raise ShardKeyError(
-                f"{name}: {value!r} is not a time in epoch seconds between the years 1 and "
-                f"9999{unit}"
-            ) from None
+                f"{name}: {value!r} is not a time; pass finite epoch seconds or a datetime"
+            )
+        big = abs(Decimal(value)) > 10**11
+        unit = "; if it is in milliseconds, divide it by 1000" if big else ""
+        raise ShardKeyError(
+            f"{name}: {value!r} is not a time in epoch seconds between the years 1 and 9999{unit}"
+        )
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
