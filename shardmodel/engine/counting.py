@@ -36,6 +36,7 @@ from shardmodel.engine.items import (
     with_keys,
 )
 from shardmodel.engine.reads import candidate_keys, merge_shares
+from shardmodel.engine.scans import logical_scan, tests_sharded_key
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
 from shardmodel.request_bound import request_bound
@@ -291,6 +292,20 @@ def scan(
     if index_name is not None and spec.counters:
         check_index_read(model, "scan", attributes_to_get, filter_condition is not None)
     if not spec.counters or index_name is not None:
+        if filter_condition is not None and tests_sharded_key(model, filter_condition):
+            return logical_scan(
+                model,
+                filter_condition,
+                segment,
+                total_segments,
+                limit,
+                last_evaluated_key,
+                page_size,
+                consistent_read,
+                index_name,
+                rate_limit,
+                attributes_to_get,
+            )
         return plain(
             filter_condition,
             segment,
