@@ -13,6 +13,18 @@ from tests.models import HashedEvent, IsoEvent, PlainEvent, PlainIsoEvent, Rando
 
 _keys = itertools.count()
 
+#: Scan filters on the sharded key, by name: (model, this example's key) -> condition.
+KEY_FILTERS: dict[str, Any] = {
+    "eq": lambda m, key: m.user_id == key,
+    "ne": lambda m, key: (m.user_id != key) & (m.event_type == "odd"),
+    "prefix": lambda m, key: m.user_id.startswith(key),
+    "in": lambda m, key: m.user_id.is_in(key, f"{key}#0", "nobody"),
+    "between": lambda m, key: m.user_id.between(key, f"{key}#"),
+    "above": lambda m, key: (m.user_id > key) & (m.timestamp < 50),
+    "or": lambda m, key: (m.user_id == key) | (m.event_type == "even"),
+    "not": lambda m, key: ~(m.user_id == key) & m.user_id.contains("q-"),
+}
+
 #: One data set and one query: items (unique sort keys), conditions, direction, paging.
 scenarios = st.fixed_dictionaries(
     {
@@ -29,6 +41,8 @@ scenarios = st.fixed_dictionaries(
         "scale": st.sampled_from([1, 10**16]),
         "forms": st.lists(st.sampled_from(["int", "float"]), min_size=60, max_size=60),
         "bound_form": st.sampled_from(["int", "float"]),
+        # a scan filter on the sharded key itself (stored as eq-1#7, compared as eq-1)
+        "key_filter": st.sampled_from(sorted(KEY_FILTERS)),
     }
 )
 
@@ -149,6 +163,16 @@ def _check_scans(key: str, scenario: dict[str, Any]) -> None:
     expected = scanned(PlainEvent)
     for model in (RandomEvent, HashedEvent):
         assert scanned(model) == expected, f"{model.__name__}.scan"
+
+    def keyed(model: Any) -> list[tuple[str, int, str]]:
+        """A scan filtered on the sharded key: every matching item, of every key."""
+        condition = KEY_FILTERS[scenario.get("key_filter", "eq")](model, key)
+        found = model.scan(condition, page_size=scenario["page_size"])
+        return sorted((e.user_id, int(e.timestamp), e.event_type) for e in found)
+
+    expected_keyed = keyed(PlainEvent)
+    for model in (RandomEvent, HashedEvent):
+        assert keyed(model) == expected_keyed, f"{model.__name__}.scan on the key"
 
 
 def _kind(ts: int) -> str:

@@ -10,7 +10,7 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -19,6 +19,15 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import CursorError, RandomShards, ShardedKeyAttribute, ShardedModel, ShardKeyError
 from shardmodel.errors import QueryValidationError
+from shardmodel.migration import Reshard, follow, unfollow
+from shardmodel.testing import (
+    SimulatedClock,
+    bind_models,
+    create_tables,
+    drop_tables,
+    mock_dynamodb,
+)
+from tests.migration_models import MIGRATION_MODELS, Reading
 from tests.models import DailyEvent, HashedEvent, PlainEvent, RandomEvent
 from tests.support import sent_requests
 
@@ -293,3 +302,31 @@ def test_a_cursor_of_a_time_range_resumes_only_that_range() -> None:
         "t", DailyEvent.created >= start, time_range=window, last_evaluated_key=cursor
     )
     assert len(list(rest)) == 27
+
+
+@pytest.fixture
+def migration_tables() -> Iterator[SimulatedClock]:
+    """The migration models' tables on in-process moto, and a simulated clock."""
+    with mock_dynamodb():
+        bind_models(MIGRATION_MODELS, host=None)
+        create_tables(MIGRATION_MODELS)
+        yield SimulatedClock(start=1_700_000_000.0)
+        for model in MIGRATION_MODELS:
+            unfollow(model)
+        drop_tables(MIGRATION_MODELS)
+
+
+def test_a_cursor_taken_before_a_shard_count_change_resumes_during_it(
+    migration_tables: SimulatedClock,
+) -> None:
+    """The conditions a cursor records are the caller's: the copy test a migration adds
+    to every table query's filter is not one of them, so the resume is not refused."""
+    clock = migration_tables
+    for seq in range(20):
+        Reading(sensor="k", seq=seq, value=f"v{seq}").save()
+    page = Reading.query("k", Reading.seq >= 2, limit=5)
+    assert [r.seq for r in page] == [2, 3, 4, 5, 6]
+    follow(Reading, cache_seconds=0, clock=clock)
+    Reshard(Reading, clock=clock).start(32, settle_seconds=10)
+    rest = Reading.query("k", Reading.seq >= 2, last_evaluated_key=page.last_evaluated_key)
+    assert [r.seq for r in rest] == list(range(7, 20))
