@@ -287,14 +287,24 @@ def start_problem(
 
     It must name exactly the query's key attributes (``key_types``: name to ``S``, ``N``
     or ``B``), each of its type, and hold the shard's own physical key as ``partition``:
-    DynamoDB refuses an ExclusiveStartKey of another schema or partition.
+    DynamoDB refuses an ExclusiveStartKey of another schema or partition, and the
+    problem ends with its words.
     """
     if set(start) != set(key_types):
-        return f"names {sorted(start)}, the query's keys are {sorted(key_types)}"
+        return (
+            f"names {sorted(start)}, the query's keys are {sorted(key_types)}: the provided "
+            "starting key is invalid"
+        )
     for name, kind in key_types.items():
         ((given, _),) = start[name].items()
         if given != kind:
-            return f"has {name!r} of type {given}, the key's type is {kind}"
+            return (
+                f"has {name!r} of type {given}, the key's type is {kind}: the provided key "
+                "element does not match the schema"
+            )
     if start[partition]["S"] != shard:
-        return f"is in the partition {start[partition]['S']!r}, not in {shard!r}"
+        return (
+            f"is in the partition {start[partition]['S']!r}, not in {shard!r}: the provided "
+            "starting key is outside query boundaries"
+        )
     return None

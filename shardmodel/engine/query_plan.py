@@ -231,7 +231,7 @@ def _check_starts(
             continue
         problem = start_problem(shard.start, dict(keys), partition, shard.key)
         if problem is None and not matches(condition, raw_key(shard.start)):
-            problem = "lies outside the range condition"
+            problem = "does not match the range key predicate"
         if problem is not None:
             raise CursorError(
                 f"last_evaluated_key's start of shard {shard.key!r} {problem}, so it is no "

@@ -204,7 +204,7 @@ FORGERIES: list[tuple[Callable[[dict[str, Any]], Any], str]] = [
     (lambda start: start.pop("timestamp"), "names ['user_id'], the query's keys are"),
     (lambda start: start.update(extra={"S": "x"}), "names ['extra', 'timestamp', 'user_id']"),
     (lambda start: start.update(timestamp={"N": "1e400"}), "is not a valid N value"),
-    (lambda start: start.update(timestamp={"N": "2"}), "lies outside the range condition"),
+    (lambda start: start.update(timestamp={"N": "2"}), "does not match the range key predicate"),
 ]
 
 
