@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import GetError, QueryError
+from pynamodb.exceptions import GetError, QueryError, ScanError
 
 from shardmodel import CursorError, HashShards, ShardedKeyAttribute, ShardedModel, ShardKeyError
 from shardmodel.engine.cursor import _sign
@@ -95,6 +95,21 @@ def test_a_scan_filter_on_the_sharded_key_matches_the_plain_models(backend: str)
         expected = sorted((e.user_id, e.timestamp) for e in PlainEvent.scan(make(PlainEvent)))
         got = sorted((e.user_id, e.timestamp) for e in RandomEvent.scan(make(RandomEvent)))
         assert got == expected and expected
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_a_scan_page_size_of_zero_is_refused_on_both_servers(backend: str, filtered: bool) -> None:
+    """A scan with ``page_size=0`` is refused before sending, with or without a filter on
+    the sharded key; dynalite itself refuses Limit=0 with a ValidationException."""
+    _store("u", 3)
+    condition = RandomEvent.user_id == "u" if filtered else None
+    with sent_requests(RandomEvent) as sent, pytest.raises(QueryValidationError):
+        list(RandomEvent.scan(condition, page_size=0))
+    assert sent == []
+    if backend == "dynalite":
+        with pytest.raises(ScanError) as plain:
+            list(PlainEvent.scan(page_size=0))
+        assert plain.value.cause_response_code == "ValidationException"
 
 
 def test_a_missing_sort_key_is_refused_where_the_servers_refuse_it(backend: str) -> None:

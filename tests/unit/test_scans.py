@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from shardmodel.errors import QueryValidationError
 from tests.models import Photo, PlainEvent, RandomEvent, Tally
+from tests.support import sent_requests
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -127,3 +129,31 @@ def test_other_filters_still_run_on_the_server() -> None:
         ("v", 1),
         ("v", 3),
     ]
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"limit": "3"}, "'limit' failed to satisfy constraint: Member must be an integer"),
+        ({"limit": 2.5}, "'limit' failed to satisfy constraint: Member must be an integer"),
+        ({"limit": True}, "'limit' failed to satisfy constraint: Member must be an integer"),
+        ({"limit": -1}, "'limit' failed to satisfy constraint: Member must have value"),
+        ({"page_size": 0}, "'page_size' failed to satisfy constraint: Member must have value"),
+        ({"page_size": "2"}, "'page_size' failed to satisfy constraint: Member must be an"),
+        ({"consistent_read": "no"}, "'consistent_read' failed to satisfy constraint"),
+    ],
+)
+@pytest.mark.parametrize("filtered", [False, True])
+def test_a_scan_refuses_paging_and_flags_as_a_query_does(
+    options: dict[str, Any], field: str, filtered: bool
+) -> None:
+    """PynamoDB's scan raised TypeError for ``limit='3'`` and IndexError for
+    ``page_size=0``, and the client-side filter gave ``limit=2.5`` and ``-1`` meanings
+    of its own (3 items, none); the scan refuses them as the query does, before sending,
+    naming the argument."""
+    _store()
+    condition = RandomEvent.user_id == "u" if filtered else None
+    with sent_requests(RandomEvent) as sent, pytest.raises(QueryValidationError) as raised:
+        list(RandomEvent.scan(condition, **options))
+    assert field in str(raised.value)
+    assert sent == []
