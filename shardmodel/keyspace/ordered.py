@@ -263,7 +263,7 @@ class OrderedShards:
         for position, boundary in enumerate(bounds):
             if not isinstance(boundary, str):
                 raise ShardConfigurationError(
-                    f"{name}: boundary {position} is {boundary!r}, a {type(boundary).__name__}; "
+                    f"{name}: boundary {position} is {boundary!r} ({type(boundary).__name__}); "
                     "boundaries are strings"
                 )
             if position and boundary <= bounds[position - 1]:
@@ -504,8 +504,8 @@ def _sample_strings(values: Any) -> list[str]:
     for position, value in enumerate(sample):
         if not isinstance(value, str):
             raise ShardConfigurationError(
-                f"{where}: value {position} is {value!r:.60}, a {type(value).__name__}; "
-                "OrderedShards orders a string sort key, so the sample holds strings"
+                f"{where}: value {position} is {value!r:.60} ({type(value).__name__}); "
+                "OrderedShards orders a string sort key: pass a sample of its values, strings"
             )
     return sample
 

@@ -48,7 +48,7 @@ def _key(value: str | None, on: str = "title_key") -> KeyValues:
         (["a", "b"], "the first boundary must be ''"),
         (["", "m", "g"], "boundary 2 'g' is below boundary 1 'm'"),
         (["", "m", "m"], "boundary 2 'm' repeats boundary 1 'm'"),
-        (["", 5], "boundary 1 is 5, a int; boundaries are strings"),
+        (["", 5], "boundary 1 is 5 (int); boundaries are strings"),
         (["", "M"], "boundary 'M' is not normalized (normalize gives 'm')"),
         (["", *(f"{n:04d}" for n in range(1000))], "over 1000"),
     ],
@@ -304,8 +304,8 @@ def test_from_sample_cuts_every_ceil_nth_normalized_value() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ([1, 2, 3], "value 0 is 1, a int; OrderedShards orders a string sort key"),
-        (["a", None], "value 1 is None, a NoneType"),
+        ([1, 2, 3], "value 0 is 1 (int); OrderedShards orders a string sort key: pass a sample"),
+        (["a", None], "value 1 is None (NoneType)"),
         ("abc", "give a list of the sort key's values (strings), not 'abc'"),
         (5, "give a list of the sort key's values (strings), not 5"),
     ],
