@@ -44,22 +44,34 @@ def _store(key: str, count: int) -> None:
         {"page_size": 0},
         {"limit": -1},
         {"limit": 2.5},
+        {"limit": "3"},
         {"scan_index_forward": 0},
         {"scan_index_forward": "no"},
+        {"consistent_read": 1},
         {"filter_condition": SeriesReading.pk == "x"},
+        {"filter_condition": SeriesReading.sk.startswith("s")},
     ],
 )
 def test_series_reads_refuse_on_every_server_before_sending(
     backend: str, options: dict[str, Any]
 ) -> None:
-    """query_series refuses what the servers answer differently (moto: an IndexError for
-    page_size=0; dynalite: a ValidationException, or a SerializationException for a
-    number as a flag), the same on both, with nothing sent."""
+    """query_series, latest and count_series refuse what the servers answer differently
+    (moto: an IndexError for page_size=0 on a non-empty partition; dynalite: a
+    ValidationException, or a SerializationException for a number as a flag), the same
+    on both, with nothing sent. count_series takes no paging or direction."""
     SeriesReading(sensor_id="s", timestamp=AT, value=1).save()
+    end = AT + timedelta(hours=1)
+    reads = [
+        lambda: list(SeriesReading.query_series("s", AT, end, **options)),
+        lambda: list(SeriesReading.latest("s", hours=2, now=end, **options)),
+    ]
+    if not {"limit", "page_size", "scan_index_forward"} & set(options):
+        reads.append(lambda: SeriesReading.count_series("s", AT, end, **options))
     with sent_requests(SeriesReading) as sent:
-        with pytest.raises(QueryValidationError) as raised:
-            list(SeriesReading.query_series("s", AT, AT + timedelta(hours=1), **options))
-    assert raised.value.cause_response_code == "ValidationException"
+        for read in reads:
+            with pytest.raises(QueryValidationError) as raised:
+                read()
+            assert raised.value.cause_response_code == "ValidationException"
     assert sent == []
     if backend == "dynalite" and "page_size" in options:  # the server's own refusal
         with pytest.raises(QueryError) as plain:
@@ -67,17 +79,28 @@ def test_series_reads_refuse_on_every_server_before_sending(
         assert plain.value.cause_response_code == "ValidationException"
 
 
-def test_a_number_for_a_flag_is_refused_as_dynalite_refuses_it(backend: str) -> None:
-    """dynalite answers ScanIndexForward=0 with a SerializationException (moto reads it
-    as ascending); the sharded query refuses it on both, before sending."""
+@pytest.mark.parametrize(
+    ("flag", "plain_answers"),
+    [
+        (0, {"moto": list(range(10)), "dynalite": "SerializationException"}),
+        ("no", {"moto": list(range(10)), "dynalite": list(range(9, -1, -1))}),
+    ],
+)
+def test_a_flag_that_is_no_bool_is_refused_where_the_servers_disagree(
+    backend: str, flag: Any, plain_answers: dict[str, Any]
+) -> None:
+    """The servers read a non-bool ScanIndexForward each their own way (0: ascending on
+    moto, a SerializationException on dynalite; 'no': ascending on moto, descending on
+    dynalite); the sharded query refuses both on both, before sending."""
     _store("f", 10)
     with sent_requests(RandomEvent) as sent, pytest.raises(QueryValidationError):
-        list(RandomEvent.query("f", scan_index_forward=0))
+        list(RandomEvent.query("f", scan_index_forward=flag))
     assert sent == []
-    if backend == "dynalite":
-        with pytest.raises(QueryError) as plain:
-            list(PlainEvent.query("f", scan_index_forward=0))
-        assert plain.value.cause_response_code == "SerializationException"
+    try:
+        plain: Any = [e.timestamp for e in PlainEvent.query("f", scan_index_forward=flag)]
+    except QueryError as error:
+        plain = error.cause_response_code
+    assert plain == plain_answers[backend]
 
 
 def test_a_scan_filter_on_the_sharded_key_matches_the_plain_models(backend: str) -> None:
@@ -140,6 +163,7 @@ def _forged(token: str, start: dict[str, Any]) -> str:
         {"user_id": {"S": "c#1"}, "timestamp": {"S": "5"}},
         {"user_id": {"S": "c#1"}},
         {"user_id": {"S": "c#1"}, "timestamp": {"N": "2"}},
+        {"user_id": {"S": "c#1"}, "timestamp": {"N": "1e400"}},
     ],
 )
 def test_a_forged_start_key_is_refused_on_both_servers(backend: str, start: Any) -> None:
@@ -166,6 +190,24 @@ def test_a_forged_start_key_is_refused_on_both_servers(backend: str, start: Any)
         with pytest.raises(QueryError) as refused:
             list(PlainEvent.query("c", PlainEvent.timestamp > 3, last_evaluated_key=plain))
         assert refused.value.cause_response_code == "ValidationException"
+
+
+def test_a_cursor_resumes_only_its_own_range_on_both_servers(backend: str) -> None:
+    """A cursor taken with one range over the same shards is refused with another range,
+    before sending (it was accepted, and lost or repeated items); with its own range it
+    resumes to exactly the plain model's items."""
+    _store("r", 20)
+    first = RandomEvent.query("r", RandomEvent.timestamp > 3, limit=5)
+    taken = [e.timestamp for e in first]
+    token = first.last_evaluated_key
+    with sent_requests(RandomEvent) as sent, pytest.raises(CursorError, match="other conditions"):
+        list(RandomEvent.query("r", RandomEvent.timestamp > 1, last_evaluated_key=token))
+    assert sent == []
+    rest = [
+        e.timestamp
+        for e in RandomEvent.query("r", RandomEvent.timestamp > 3, last_evaluated_key=token)
+    ]
+    assert taken + rest == [e.timestamp for e in PlainEvent.query("r", PlainEvent.timestamp > 3)]
 
 
 def test_the_last_hours_of_the_year_9999_are_read_on_both_servers(backend: str) -> None:
