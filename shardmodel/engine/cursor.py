@@ -245,7 +245,10 @@ def _time_text(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
-        return storable_number(value)
+        try:
+            return storable_number(value)
+        except (ValueError, ArithmeticError):  # no time: planning the buckets refuses it
+            return repr(value)
     if isinstance(value, datetime):
         return value.isoformat()
     return repr(value)

@@ -17,6 +17,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.operand import Path
 
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.core.times import text_span
 from shardmodel.engine.cursor import (
     Cursor,
     conditions_digest,
@@ -130,6 +131,7 @@ def query_groups(
             values[sort_name] = found.equal
         bounds[sort_name] = (found.lower, found.upper)
     if time_range is not None:
+        time_range = checked_time_range(model, time_range)
         for strategy in attr.layout.strategies:
             if isinstance(strategy, TimeBuckets):
                 bounds[strategy.on] = time_range
@@ -141,6 +143,28 @@ def query_groups(
         sort_name=sort_name,
         forward=forward,
     )
+
+
+def checked_time_range(model: type[Any], time_range: Any) -> TimeBounds:
+    """``time_range`` as a (start, end) pair of times (None: that end unbounded).
+
+    Raises:
+        ShardKeyError: not a pair, or a bound that is no time, named as ``time_range``'s.
+    """
+    if isinstance(time_range, str | bytes) or not isinstance(time_range, Sequence):
+        shape = None
+    else:
+        shape = len(time_range)
+    if shape != 2:
+        raise ShardKeyError(
+            f"{model.__name__}: time_range={time_range!r:.80} is not a pair; pass "
+            "time_range=(start, end), each epoch seconds, an aware datetime or an ISO 8601 "
+            "string with an offset"
+        )
+    for end, bound in zip(("start", "end"), time_range, strict=True):
+        if bound is not None:
+            text_span(f"{model.__name__}: time_range's {end}", bound)
+    return (time_range[0], time_range[1])
 
 
 def cursor_secret(model: type[Any]) -> bytes | None:

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -28,8 +29,16 @@ from shardmodel.testing import (
     mock_dynamodb,
 )
 from tests.migration_models import MIGRATION_MODELS, Reading
-from tests.models import DailyEvent, HashedEvent, PlainEvent, RandomEvent
-from tests.support import sent_requests
+from tests.models import (
+    DailyEvent,
+    HashedEvent,
+    IsoEvent,
+    PlainEvent,
+    PlainIsoEvent,
+    RandomEvent,
+    SeriesReading,
+)
+from tests.support import raw_items, sent_requests
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -282,8 +291,6 @@ def test_equal_numbers_are_the_same_conditions() -> None:
 
 def test_a_cursor_of_a_time_range_resumes_only_that_range() -> None:
     """``time_range`` picks a TimeBuckets key's buckets: it is one of the conditions."""
-    from datetime import datetime, timedelta, timezone
-
     start = datetime(2024, 1, 1, tzinfo=timezone.utc)
     for hour in range(30):
         DailyEvent(tenant_id="t", created=start + timedelta(hours=hour), event_type="e").save()
@@ -302,6 +309,79 @@ def test_a_cursor_of_a_time_range_resumes_only_that_range() -> None:
         "t", DailyEvent.created >= start, time_range=window, last_evaluated_key=cursor
     )
     assert len(list(rest)) == 27
+
+
+# -- time ranges and times at datetime's ends ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("time_range", "message"),
+    [
+        ((1,), "DailyEvent: time_range=(1,) is not a pair; pass time_range=(start, end)"),
+        ("2024-01-01", "DailyEvent: time_range='2024-01-01' is not a pair"),
+        (
+            (Decimal("sNaN"), 5),
+            "DailyEvent: time_range's start: Decimal('sNaN') is not a time; pass finite epoch "
+            "seconds or a datetime",
+        ),
+        ((0, float("inf")), "DailyEvent: time_range's end: inf is not a time"),
+        ((datetime(2024, 1, 1), None), "time_range's start: naive datetime '2024-01-01T00:00:00'"),
+    ],
+)
+def test_a_time_range_that_is_no_pair_of_times_is_refused_by_name(
+    time_range: Any, message: str
+) -> None:
+    """A time_range of one value raised ValueError (unpacking), and a signaling NaN in it
+    a ValueError from the cursor's digest; each is a ShardKeyError naming time_range,
+    before anything is sent, for query and count."""
+    start = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    with sent_requests(DailyEvent) as sent:
+        for read in (
+            lambda: list(DailyEvent.query("t", DailyEvent.created >= start, time_range=time_range)),
+            lambda: DailyEvent.count("t", DailyEvent.created >= start, time_range=time_range),
+        ):
+            with pytest.raises(ShardKeyError) as raised:
+                read()
+            assert message in str(raised.value)
+    assert sent == []
+
+
+def test_a_time_past_the_year_9999_in_utc_is_refused_by_name() -> None:
+    """``9999-12-31T23:00:00-05:00`` is in the year 10000 in UTC, where no bucket is: a
+    ShardKeyError naming the argument, the value and the range of times, not an
+    OverflowError. (A UTCDateTimeAttribute's own serialization of such a datetime raises
+    PynamoDB's OverflowError, on an unsharded model as well.)"""
+    late = datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))
+    message = (
+        "is outside the years 1 to 9999 in UTC, the times a bucket can hold; give a time "
+        "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"
+    )
+    with sent_requests(SeriesReading) as sent:
+        with pytest.raises(
+            ShardKeyError, match=r"^SeriesReading.query_series\(end\): '9999-12-31T23:00:00-05:00' "
+        ):
+            list(SeriesReading.query_series("s", late - timedelta(hours=5), late))
+        with pytest.raises(ShardKeyError, match=message):
+            SeriesReading(sensor_id="s", timestamp="0001-01-01T01:00:00+05:00", value=1).save()
+    assert sent == []
+    assert raw_items(SeriesReading) == []
+
+
+def test_an_iso_bound_past_the_year_9999_in_utc_reads_as_the_plain_table() -> None:
+    """A string bound is compared by DynamoDB as text: ``9999-12-31T23:59:59-05:00``
+    matches stored UTC times up to that wall time. Its UTC instant (the year 10000) raised
+    OverflowError while picking buckets; it now reads the last buckets there are, and
+    answers as the unsharded table does."""
+    for at in ("9999-12-30T12:00:00Z", "9999-12-31T20:00:00Z", "0001-01-01T02:00:00Z"):
+        IsoEvent(user_id="u", at=at).save()
+        PlainIsoEvent(user_id="u", at=at).save()
+    for low, high in (
+        ("9999-12-30T00:00:00-05:00", "9999-12-31T23:59:59-05:00"),
+        ("0001-01-01T00:00:00+05:00", "0001-01-01T04:00:00+05:00"),
+    ):
+        expected = [e.at for e in PlainIsoEvent.query("u", PlainIsoEvent.at.between(low, high))]
+        assert [e.at for e in IsoEvent.query("u", IsoEvent.at.between(low, high))] == expected
+        assert expected
 
 
 @pytest.fixture
