@@ -89,10 +89,20 @@ def stored_key(item: Any) -> str:
     """The physical key of this stored item, for update, delete and refresh.
 
     A counter item's updates go to its home shard, where its other attributes live.
+
+    Raises:
+        ShardKeyError: the model has a sort key and the item's is None (DynamoDB refuses
+            such a key; a shard hashed from the sort key cannot be computed either).
     """
+    model = type(item)
+    name = model._range_keyname
+    if name is not None and range_value(item) is None:
+        raise ShardKeyError(
+            f"{model.__name__}: the item's sort key {name!r} is None; set {name} (part of "
+            "the item's key) before update, delete or refresh"
+        )
     if item._pinned_key is not None:
         return str(item._pinned_key)
-    model = type(item)
     engine = sharding_of(model)
     if engine.spec.counters:
         logical = check_logical(model, getattr(item, sharded(model).attr_name))

@@ -131,3 +131,27 @@ def test_a_hint_naming_what_the_shard_is_not_computed_from_is_refused(
             with pytest.raises(ShardKeyError, match=pattern):
                 model("s-1", 1).delete(shard_by=shard_by)
     assert sent == []
+
+
+@pytest.mark.parametrize(
+    ("model", "attribute"),
+    [(HashedEvent, "event_type"), (RandomEvent, "event_type"), (Reading, "value")],
+)
+def test_an_instance_without_its_sort_key_is_refused_by_name_not_sent_to_a_hint(
+    model: Any, attribute: str
+) -> None:
+    """``HashedEvent("u", None).delete()`` suggested ``delete(shard_by={'timestamp': ...})``,
+    a hint that is refused (the sort key is part of the key); an instance whose sort key
+    is None is refused naming it, before anything is sent, for delete, update and refresh."""
+    create_tables([Reading])
+    item = model("s-1", None)
+    name = model._range_keyname
+    action = getattr(model, attribute).set("x" if attribute == "event_type" else 1)
+    with sent_requests(model) as sent:
+        for write in (item.delete, item.refresh, lambda: item.update([action])):
+            with pytest.raises(ShardKeyError) as raised:
+                write()
+            message = str(raised.value)
+            assert f"sort key {name!r}" in message and "is None" in message
+            assert "shard_by" not in message
+    assert sent == []
