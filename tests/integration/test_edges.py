@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
-from pynamodb.exceptions import GetError, QueryError, ScanError
+from pynamodb.exceptions import DeleteError, GetError, QueryError, ScanError
 
 from shardmodel import CursorError, HashShards, ShardedKeyAttribute, ShardedModel, ShardKeyError
 from shardmodel.engine.cursor import _sign
 from shardmodel.errors import QueryValidationError
 from shardmodel.testing import bind_models, create_tables, drop_tables
 from tests.integration.conftest import CREDENTIALS
-from tests.models import PlainEvent, PlainReading, RandomEvent, SeriesReading
+from tests.models import HashedEvent, PlainEvent, PlainReading, RandomEvent, SeriesReading
 from tests.support import sent_requests
 
 UTC = timezone.utc
@@ -136,15 +136,21 @@ def test_a_scan_page_size_of_zero_is_refused_on_both_servers(backend: str, filte
 
 
 def test_a_missing_sort_key_is_refused_where_the_servers_refuse_it(backend: str) -> None:
-    """A plain model's server answers get(key, None) with a ValidationException; the
-    sharded model refuses it before sending."""
+    """A plain model's server answers get(key, None) and a delete of an item whose sort
+    key is None with a ValidationException (both servers); the sharded model refuses
+    them before sending, naming the sort key."""
     with sent_requests(RandomEvent) as sent, pytest.raises(ShardKeyError, match="range_key"):
         RandomEvent.get("u", None)
-    assert sent == []
-    if backend == "dynalite":
-        with pytest.raises(GetError) as plain:
-            PlainEvent.get("u", None)
-        assert plain.value.cause_response_code == "ValidationException"
+    with sent_requests(HashedEvent) as sent_hashed:
+        with pytest.raises(ShardKeyError, match="sort key 'timestamp' is None"):
+            HashedEvent("u", None).delete()
+    assert sent == sent_hashed == []
+    with pytest.raises(GetError) as plain:
+        PlainEvent.get("u", None)
+    assert plain.value.cause_response_code == "ValidationException"
+    with pytest.raises(DeleteError) as deleted:
+        PlainEvent("u", None).delete()
+    assert deleted.value.cause_response_code == "ValidationException"
 
 
 def _forged(token: str, start: dict[str, Any]) -> str:
