@@ -58,8 +58,20 @@ FORMS = ["int", "float", "decimal", "exponent", "trailing"]
 #: Cursor secrets (``Meta.cursor_secret``): none, text and bytes.
 SECRETS: list[CursorSecret] = [None, "s3cret", "clé ü 🔑", b"\x00\xffbinary"]
 
+#: Scan filters on the sharded key, by name: (model, this example's key) -> condition.
+KEY_FILTERS: dict[str, Any] = {
+    "eq": lambda m, key: m.user_id == key,
+    "ne": lambda m, key: (m.user_id != key) & (m.event_type == "odd"),
+    "prefix": lambda m, key: m.user_id.startswith(key),
+    "in": lambda m, key: m.user_id.is_in(key, f"{key}#0", "nobody"),
+    "between": lambda m, key: m.user_id.between(key, f"{key}#"),
+    "above": lambda m, key: (m.user_id > key) & (m.timestamp < 50),
+    "or": lambda m, key: (m.user_id == key) | (m.event_type == "even"),
+    "not": lambda m, key: ~(m.user_id == key) & m.user_id.contains("q-"),
+}
+
 #: One data set and one query: items (unique sort keys), conditions, direction, paging;
-#: the logical key, the shard counts and the cursor secrets.
+#: the logical key, the shard counts, the cursor secrets and a scan filter on the key.
 scenarios = st.fixed_dictionaries(
     {
         "timestamps": st.lists(st.integers(0, 500), unique=True, max_size=60),
@@ -78,6 +90,8 @@ scenarios = st.fixed_dictionaries(
         "hashed_shards": st.integers(1, 64),
         # the model's secret and another one: a cursor signed with one is refused by the other
         "secrets": st.lists(st.integers(0, len(SECRETS) - 1), min_size=2, max_size=2, unique=True),
+        # a scan filter on the sharded key itself (stored as eq-1#7, compared as eq-1)
+        "key_filter": st.sampled_from(sorted(KEY_FILTERS)),
     }
 )
 
@@ -297,6 +311,18 @@ def _check_scans(key: str, scenario: dict[str, Any], plain: Any, sharded: list[A
     expected = scanned(plain)
     for model in sharded:
         assert scanned(model) == expected, f"{model.__name__}.scan"
+
+    def keyed(model: Any) -> list[tuple[str, int, str]]:
+        """A scan filtered on the sharded key: every matching item, of every key."""
+        condition = KEY_FILTERS[scenario.get("key_filter", "eq")](model, key)
+        found = model.scan(
+            condition, page_size=scenario["page_size"] and max(25, scenario["page_size"])
+        )
+        return sorted((e.user_id, int(e.timestamp), e.event_type) for e in found)
+
+    expected_keyed = keyed(plain)
+    for model in sharded:
+        assert keyed(model) == expected_keyed, f"{model.__name__}.scan on the key"
 
 
 def _kind(ts: int) -> str:
