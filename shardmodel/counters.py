@@ -21,6 +21,7 @@ from pynamodb.attributes import NumberAttribute
 from pynamodb.constants import NUMBER
 from pynamodb.expressions.operand import Path
 
+from shardmodel.core.canonical import canonical_sum
 from shardmodel.core.canonical import storable_number as canonical_number
 from shardmodel.errors import IdempotentParameterMismatchError, ShardKeyError
 
@@ -171,6 +172,6 @@ def aggregate(
     for name in counters:
         values = [Decimal(i[name][NUMBER]) for i in items if name in i and NUMBER in i[name]]
         if values:
-            merged[name] = {NUMBER: str(sum(values))}
+            merged[name] = {NUMBER: canonical_sum(values)}
     merged[hash_name] = {"S": home}
     return merged

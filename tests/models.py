@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from decimal import Decimal
+from typing import Any
+
 from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
@@ -41,6 +45,27 @@ class FakeClock:
 
 
 COUNTER_CLOCK = FakeClock()
+
+
+class PlainNumberAttribute(NumberAttribute):
+    """PynamoDB's NumberAttribute (read through json: int or float) writing Decimals exactly.
+
+    PynamoDB's own cannot write a Decimal (json). ints and floats are written as it
+    writes them, Decimals as their own text (``1.5E+40`` stays in that form): a plain
+    model's numbers as its users see them, stored to the last of 38 digits.
+    """
+
+    def serialize(self, value: Any) -> Any:
+        if isinstance(value, Decimal):
+            return str(value)
+        return super().serialize(value)
+
+
+class ExactNumberAttribute(PlainNumberAttribute):
+    """A number written and read exactly: read back as a Decimal, not json's float."""
+
+    def deserialize(self, value: Any) -> Decimal:
+        return Decimal(value)
 
 
 class RandomEvent(ShardedModel):
@@ -201,8 +226,8 @@ class PlainTally(Model):
 
     board = UnicodeAttribute(hash_key=True)
     slot = NumberAttribute(range_key=True)
-    hits = NumberAttribute(null=True)
-    amount = NumberAttribute(null=True)
+    hits = PlainNumberAttribute(null=True)
+    amount = PlainNumberAttribute(null=True)
     kind = UnicodeAttribute(null=True)
 
 
@@ -395,3 +420,135 @@ ALL_MODELS: tuple[type[Model], ...] = (
     Tally,
     PlainTally,
 )
+
+
+# -- models built per drawn shard count -------------------------------------------------
+#
+# Several classes share a fixed model's table: their items sit under distinct logical
+# keys. A class is built per (shape, shard count, cursor secret) and pointed at its
+# template's endpoint each time it is handed out (the suites bind the templates). The
+# last BUILT_KEPT classes are kept for reuse: each holds a botocore client (~10 MB).
+
+_ENDPOINT = ("host", "region", "aws_access_key_id", "aws_secret_access_key")
+BUILT_KEPT = 24
+_BUILT: OrderedDict[tuple[Any, ...], type[Model]] = OrderedDict()
+
+
+def _built(key: tuple[Any, ...], template: type[Model], build: Any) -> Any:
+    from shardmodel.testing import bind_models
+
+    model = _BUILT.get(key)
+    if model is None:
+        model = _BUILT[key] = build()
+        while len(_BUILT) > BUILT_KEPT:
+            _BUILT.popitem(last=False)
+    _BUILT.move_to_end(key)
+    meta = template.Meta
+    fields = {name: getattr(meta, name) for name in _ENDPOINT[1:] if hasattr(meta, name)}
+    bind_models([model], host=getattr(meta, "host", None), **fields)
+    return model
+
+
+def _meta_like(template: type[Model], **extra: Any) -> type:
+    fields = {
+        name: getattr(template.Meta, name) for name in _ENDPOINT if hasattr(template.Meta, name)
+    }
+    return type("Meta", (), {"table_name": template.Meta.table_name, **fields, **extra})
+
+
+CursorSecret = str | bytes | None
+
+
+def event_model(kind: str, shards: int, secret: CursorSecret = None) -> type[ShardedModel]:
+    """Events on ``shards`` shards with an exact number sort key (Decimals in and out).
+
+    ``kind`` "random" (RandomShards, on RandomEvent's table) or "hashed" (HashShards on
+    the sort key, on HashedEvent's table). Classes differing only in ``secret`` share a
+    name, so a cursor of one is a cursor of the same query for the other.
+    """
+    template = {"random": RandomEvent, "hashed": HashedEvent}[kind]
+
+    def build() -> type[ShardedModel]:
+        strategy = (
+            RandomShards(shards) if kind == "random" else HashShards(shards, on=["timestamp"])
+        )
+        meta = (
+            _meta_like(template) if secret is None else _meta_like(template, cursor_secret=secret)
+        )
+        namespace = {
+            "Meta": meta,
+            "user_id": ShardedKeyAttribute(hash_key=True, strategy=strategy),
+            "timestamp": ExactNumberAttribute(range_key=True),
+            "event_type": UnicodeAttribute(null=True),
+        }
+        return type(f"{kind.title()}{shards}", (ShardedModel,), namespace)
+
+    return _built(("event", kind, shards, type(secret), secret), template, build)  # type: ignore[no-any-return]
+
+
+def plain_event_model() -> type[Model]:
+    """The unsharded reference of :func:`event_model`, on PlainEvent's table."""
+
+    def build() -> type[Model]:
+        namespace = {
+            "Meta": _meta_like(PlainEvent),
+            "user_id": UnicodeAttribute(hash_key=True),
+            "timestamp": ExactNumberAttribute(range_key=True),
+            "event_type": UnicodeAttribute(null=True),
+        }
+        return type("PlainExactEvent", (Model,), namespace)
+
+    return _built(("plain-event",), PlainEvent, build)  # type: ignore[no-any-return]
+
+
+def tally_model(shards: int) -> type[ShardedModel]:
+    """Tally's schema with its counters spread over ``shards`` shards, on Tally's table."""
+
+    def build() -> type[ShardedModel]:
+        namespace = {
+            "Meta": _meta_like(Tally),
+            "board": ShardedKeyAttribute(hash_key=True, strategy=RandomShards(shards)),
+            "slot": NumberAttribute(range_key=True),
+            "hits": CounterAttribute(null=True),
+            "amount": CounterAttribute(null=True),
+            "kind": UnicodeAttribute(null=True),
+        }
+        return type(f"Tally{shards}", (ShardedModel,), namespace)
+
+    return _built(("tally", shards), Tally, build)  # type: ignore[no-any-return]
+
+
+def series_model(shards: int, secret: CursorSecret = None) -> type[TimeSeriesModel]:
+    """SeriesReading's layout with ``shards`` hash shards per hour, on its table."""
+
+    def build() -> type[TimeSeriesModel]:
+        strategy = [HashShards(shards, on="sensor_id"), TimeBuckets("timestamp", "hour")]
+        extra = {} if secret is None else {"cursor_secret": secret}
+        namespace = {
+            "Meta": _meta_like(SeriesReading, **extra),
+            "pk": BucketKeyAttribute(strategy=strategy, attr_name="PK"),
+            "sk": SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK"),
+            "sensor_id": UnicodeAttribute(),
+            "timestamp": SeriesTimeAttribute(),
+            "value": NumberAttribute(null=True),
+        }
+        return type(f"SeriesReading{shards}", (TimeSeriesModel,), namespace)
+
+    return _built(("series", shards, type(secret), secret), SeriesReading, build)  # type: ignore[no-any-return]
+
+
+def iso_model(shards: int) -> type[ShardedModel]:
+    """IsoEvent's layout with ``shards`` random shards per day bucket, on its table."""
+
+    def build() -> type[ShardedModel]:
+        namespace = {
+            "Meta": _meta_like(IsoEvent),
+            "user_id": ShardedKeyAttribute(
+                hash_key=True, strategy=[TimeBuckets("at", "day"), RandomShards(shards)]
+            ),
+            "at": UnicodeAttribute(range_key=True),
+            "event_type": UnicodeAttribute(null=True),
+        }
+        return type(f"IsoEvent{shards}", (ShardedModel,), namespace)
+
+    return _built(("iso", shards), IsoEvent, build)  # type: ignore[no-any-return]

@@ -21,6 +21,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from shardmodel import NormalizedAttribute, OrderedShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.keyspace.ordered import default_normalize, normalized
 from tests.models import IndexedAlbum, OrderedAlbum, PlainAlbum
+from tests.strategies import logical_keys
 
 _keys = itertools.count()
 
@@ -47,6 +48,8 @@ scenarios = st.fixed_dictionaries(
         "limit": st.none() | st.integers(1, 60),
         "page_size": st.none() | st.integers(1, 20),
         "resume_after": st.none() | st.integers(0, 50),
+        "listing": logical_keys,
+        "secret": st.sampled_from([None, "s3cret", b"\x00\xffbinary"]),
     }
 )
 
@@ -73,22 +76,26 @@ def _strategy(scenario: dict[str, Any], stored: list[str]) -> OrderedShards:
     return OrderedShards(boundaries, on="title_key", overflow=overflow)
 
 
-def _meta(template: type[Any]) -> type[Any]:
+def _meta(template: type[Any], secret: str | bytes | None = None) -> type[Any]:
     """A Meta on the template's table and endpoint (the suites bind the templates)."""
     fields = {
         name: getattr(template.Meta, name)
         for name in ("table_name", "region", "host", "aws_access_key_id", "aws_secret_access_key")
         if hasattr(template.Meta, name)
     }
+    if secret is not None:
+        fields["cursor_secret"] = secret
     return type("Meta", (), fields)
 
 
-def sharded_model(layout: str, strategy: OrderedShards) -> type[Any]:
+def sharded_model(
+    layout: str, strategy: OrderedShards, secret: str | bytes | None = None
+) -> type[Any]:
     """A model class on OrderedAlbum's (table) or IndexedAlbum's (index) table."""
     number = next(_keys)
     if layout == "table":
         namespace = {
-            "Meta": _meta(OrderedAlbum),
+            "Meta": _meta(OrderedAlbum, secret),
             "listing": ShardedKeyAttribute(hash_key=True, strategy=strategy),
             "title_key": NormalizedAttribute(range_key=True),
             "title": UnicodeAttribute(null=True),
@@ -105,7 +112,7 @@ def sharded_model(layout: str, strategy: OrderedShards) -> type[Any]:
         },
     )
     namespace = {
-        "Meta": _meta(IndexedAlbum),
+        "Meta": _meta(IndexedAlbum, secret),
         "album_id": UnicodeAttribute(hash_key=True),
         "listing": ShardedKeyAttribute(strategy=strategy, null=True),
         "title_key": NormalizedAttribute(),
@@ -181,16 +188,19 @@ def _same_listing(
 
 
 def check_ordered_equivalence(scenario: dict[str, Any]) -> None:
-    """An ordered-sharded listing equals the unsharded one with normalized sort keys."""
+    """An ordered-sharded listing equals the unsharded one with normalized sort keys.
+
+    The listing key is any text; the model's cursor secret is none, text or bytes.
+    """
     layout = scenario["layout"]
-    listing = f"albums-{next(_keys)}"
+    listing = f"albums-{next(_keys)}:{scenario.get('listing', '')}"
     names = _album_titles(scenario)
     # table sort keys are unique: a title plus the album's number; index ones repeat
     shown = [f"{t}#{n:03d}" for n, t in enumerate(names)] if layout == "table" else names
     stored = [key_of(title) for title in shown]
     strategy = _strategy(scenario, stored)
     event(f"ordered: {layout}, {strategy.shard_count} shards, {len(strategy.overflow)} overflow")
-    model = sharded_model(layout, strategy)
+    model = sharded_model(layout, strategy, scenario.get("secret"))
     with PlainAlbum.batch_write() as plain, model.batch_write() as sharded:
         for number, title in enumerate(shown):
             album_id = f"{listing}-{number}"
@@ -213,3 +223,9 @@ def check_ordered_equivalence(scenario: dict[str, Any]) -> None:
             assert sorted(i for _, i in got) == sorted(i for _, i in expected)
     count = model.count if layout == "table" else model.by_title.count
     assert count(listing, condition) == PlainAlbum.by_title.count(listing, plain_condition)
+    # a scan filtered on the sharded key (the table's, or the index key as an attribute)
+    scanned = sorted(
+        normalized(default_normalize, a.title_key)
+        for a in model.scan(model.listing == listing, page_size=scenario["page_size"])
+    )
+    assert scanned == sorted(a.title_key for a in PlainAlbum.scan(PlainAlbum.listing == listing))

@@ -15,14 +15,19 @@ from typing import Any
 from hypothesis import strategies as st
 
 from shardmodel.core.times import to_utc
-from tests.models import PlainReading, SeriesReading
+from tests.models import PlainReading, series_model
+from tests.strategies import entity_keys
 
 _runs = itertools.count()
 BASE = datetime(2023, 10, 27, 12, tzinfo=timezone.utc)
 SPAN = 6 * 3600  # readings fall in six hours: six to seven buckets
 
-#: Sensor ids, some prefixes of others (s1, s10) and one with non-ASCII letters.
-SENSORS = ["s1", "s10", "sensor-alpha-001", "ünï"]
+#: Stands for the scenario's drawn sensor id among ``SENSORS``.
+DRAWN = "<drawn>"
+
+#: Sensor ids, some prefixes of others (s1, s10), one with non-ASCII letters, and the
+#: scenario's own (any text without ``#``, sometimes extending s1 or ünï).
+SENSORS = ["s1", "s10", "sensor-alpha-001", "ünï", DRAWN]
 
 _offsets = st.sampled_from([0, 60, -300, 330, 345, -720, 840])  # minutes east of UTC
 
@@ -55,8 +60,15 @@ scenarios = st.fixed_dictionaries(
         "limit": st.none() | st.integers(1, 30),
         "page_size": st.none() | st.integers(1, 7),
         "resume_after": st.none() | st.integers(0, 30),
+        "entity": st.tuples(st.sampled_from(["", "s1", "ünï"]), entity_keys).map("".join),
+        "shards": st.integers(1, 64),
+        "secret": st.sampled_from([None, "s3cret"]),
     }
 )
+
+
+def _sensor(scenario: dict[str, Any], name: str) -> str:
+    return scenario.get("entity", "drawn") if name == DRAWN else name
 
 
 def _spread() -> dict[str, Any]:
@@ -95,7 +107,7 @@ def _plain(sensor: str, scenario: dict[str, Any]) -> list[tuple[datetime, int]]:
     return [(r.timestamp, int(r.value)) for r in found]
 
 
-def _series(sensor: str, scenario: dict[str, Any]) -> list[tuple[datetime, int]]:
+def _series(model: Any, sensor: str, scenario: dict[str, Any]) -> list[tuple[datetime, int]]:
     """Read, stopping after ``resume_after`` items and resuming from the cursor."""
     (low, _), (high, _) = scenario["window"]
     options: dict[str, Any] = {
@@ -103,7 +115,7 @@ def _series(sensor: str, scenario: dict[str, Any]) -> list[tuple[datetime, int]]
         "limit": scenario["limit"],
         "page_size": scenario["page_size"],
     }
-    first = SeriesReading.query_series(sensor, low, high, **options)
+    first = model.query_series(sensor, low, high, **options)
     stop = scenario["resume_after"]
     seen = [(r.timestamp, int(r.value)) for r in itertools.islice(first, stop)]
     cursor = first.last_evaluated_key
@@ -113,26 +125,34 @@ def _series(sensor: str, scenario: dict[str, Any]) -> list[tuple[datetime, int]]
         options["limit"] -= len(seen)
         if options["limit"] <= 0:
             return seen
-    rest = SeriesReading.query_series(sensor, low, high, last_evaluated_key=cursor, **options)
+    rest = model.query_series(sensor, low, high, last_evaluated_key=cursor, **options)
     return seen + [(r.timestamp, int(r.value)) for r in rest]
 
 
 def check_series_equivalence(scenario: dict[str, Any]) -> None:
-    """Both models store the same readings and return the same ones, in the same order."""
+    """Both models store the same readings and return the same ones, in the same order.
+
+    The series model has the scenario's 1 to 64 shards per hour and cursor secret (or
+    none); sensor ids include one drawn from any text without ``#``.
+    """
     run = next(_runs)
+    model = series_model(scenario.get("shards", 10), scenario.get("secret"))
     # one reading per (sensor, time), the last drawn: a batch may not name a key twice
-    readings = {(s, moment): (s, given, v) for s, (given, moment), v in scenario["readings"]}
-    with PlainReading.batch_write() as plain, SeriesReading.batch_write() as series:
+    readings = {
+        (_sensor(scenario, s), moment): (_sensor(scenario, s), given, v)
+        for s, (given, moment), v in scenario["readings"]
+    }
+    with PlainReading.batch_write() as plain, model.batch_write() as series:
         for (_, moment), (sensor, given, value) in readings.items():
             plain.save(PlainReading(sensor_id=f"{run}-{sensor}", timestamp=moment, value=value))
-            series.save(SeriesReading(sensor_id=f"{run}-{sensor}", timestamp=given, value=value))
-    sensor = f"{run}-{scenario['sensor']}"
+            series.save(model(sensor_id=f"{run}-{sensor}", timestamp=given, value=value))
+    sensor = f"{run}-{_sensor(scenario, scenario['sensor'])}"
     expected = _plain(sensor, scenario)
-    assert _series(sensor, scenario) == expected
+    assert _series(model, sensor, scenario) == expected
     if scenario is SPREAD:
         assert len(expected) == 17
     (low, low_utc), (high, high_utc) = scenario["window"]
     plain_count = PlainReading.count(sensor, PlainReading.timestamp.between(low_utc, high_utc))
-    assert SeriesReading.count_series(sensor, low, high) == plain_count
+    assert model.count_series(sensor, low, high) == plain_count
     for given, moment in scenario["window"]:
         assert to_utc("t", given) == moment

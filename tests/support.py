@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pynamodb.models import Model
@@ -16,6 +17,26 @@ from shardmodel.testing import create_tables, drop_tables
 def shard_directory(model: type[Model]) -> Any:
     """A dynamic model's metadata table access (None for any other model)."""
     return sharding_of(model).directory if issubclass(model, ShardedModel) else None
+
+
+@contextmanager
+def sent_requests(model: type[Model]) -> Iterator[list[str]]:
+    """The DynamoDB operations the model's client hands to the server inside the block.
+
+    Counted in botocore's ``before-send`` event, the last step before the wire (the lean
+    read path emits it too): an empty list means nothing left the client.
+    """
+    sent: list[str] = []
+    events = model._get_connection().connection.client.meta.events
+
+    def record(event_name: str, **_: Any) -> None:
+        sent.append(event_name.rsplit(".", 1)[-1])
+
+    events.register("before-send.dynamodb", record)
+    try:
+        yield sent
+    finally:
+        events.unregister("before-send.dynamodb", record)
 
 
 def raw_items(model: type[Model]) -> list[dict[str, Any]]:
@@ -100,18 +121,68 @@ def _delete_every_item(client: Any, table: str, model: type[Model]) -> None:
     keys = [model._hash_key_attribute().attr_name]
     if model._range_key_attribute() is not None:
         keys.append(model._range_key_attribute().attr_name)
-    names = {f"#k{i}": key for i, key in enumerate(keys)}
-    scan = {
-        "TableName": table,
-        "ConsistentRead": True,
-        "ProjectionExpression": ", ".join(names),
-        "ExpressionAttributeNames": names,
-    }
+    # whole items, no ProjectionExpression: moto's server projects through boto3's
+    # 38-digit context, which fails on a number written with more digits of text
+    # (1E+40 written out, 38 significant digits and trailing zeros), as DynamoDB allows
+    scan = {"TableName": table, "ConsistentRead": True}
     for page in client.get_paginator("scan").paginate(**scan):
-        items = page["Items"]
+        items = [{key: item[key] for key in keys} for item in page["Items"]]
         for start in range(0, len(items), 25):
             pending = {
                 table: [{"DeleteRequest": {"Key": key}} for key in items[start : start + 25]]
             }
             while pending:
                 pending = client.batch_write_item(RequestItems=pending)["UnprocessedItems"]
+
+
+_MASK = 2**64 - 1
+_P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_P4, _P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+
+
+def _rotl(value: int, bits: int) -> int:
+    return ((value << bits) | (value >> (64 - bits))) & _MASK
+
+
+def _round(acc: int, lane: int) -> int:
+    return (_rotl((acc + lane * _P2) & _MASK, 31) * _P1) & _MASK
+
+
+def xxh64(data: bytes, seed: int = 0) -> int:
+    """XXH64 of ``data`` (the xxHash specification, seed 0), as other tools shard with it.
+
+    Written out here so the tests need no extra package; checked against the reference
+    vectors in ``tests/unit/test_interop.py``.
+    """
+    size, at = len(data), 0
+
+    def lane(width: int) -> int:
+        return int.from_bytes(data[at : at + width], "little")
+
+    if size >= 32:
+        acc = [(seed + _P1 + _P2) & _MASK, (seed + _P2) & _MASK, seed, (seed - _P1) & _MASK]
+        while at <= size - 32:
+            for n in range(4):
+                acc[n] = _round(acc[n], lane(8))
+                at += 8
+        hashed = _rotl(acc[0], 1) + _rotl(acc[1], 7) + _rotl(acc[2], 12) + _rotl(acc[3], 18)
+        hashed &= _MASK
+        for value in acc:
+            hashed = ((hashed ^ _round(0, value)) * _P1 + _P4) & _MASK
+    else:
+        hashed = (seed + _P5) & _MASK
+    hashed = (hashed + size) & _MASK
+    while at + 8 <= size:
+        hashed = (_rotl(hashed ^ _round(0, lane(8)), 27) * _P1 + _P4) & _MASK
+        at += 8
+    if at + 4 <= size:
+        hashed = (_rotl(hashed ^ (lane(4) * _P1 & _MASK), 23) * _P2 + _P3) & _MASK
+        at += 4
+    while at < size:
+        hashed = (_rotl(hashed ^ (data[at] * _P5 & _MASK), 11) * _P1) & _MASK
+        at += 1
+    hashed ^= hashed >> 33
+    hashed = (hashed * _P2) & _MASK
+    hashed ^= hashed >> 29
+    hashed = (hashed * _P3) & _MASK
+    return hashed ^ (hashed >> 32)

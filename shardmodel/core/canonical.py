@@ -8,12 +8,13 @@ text PynamoDB happened to serialize.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from pynamodb.constants import BINARY, NUMBER
 
-__all__ = ["canonical_number", "canonical_value", "storable_number"]
+__all__ = ["canonical_number", "canonical_sum", "canonical_value", "storable_number"]
 
 # wide enough that normalizing never rounds: DynamoDB itself refuses over 38 digits
 _EXACT = Context(prec=400)
@@ -38,6 +39,19 @@ def canonical_number(value: Any) -> str:
     if number.is_zero():
         return "0"
     return format(number.normalize(_EXACT), "f")
+
+
+def canonical_sum(values: Iterable[Decimal]) -> str:
+    """The exact sum of numbers, in :func:`canonical_number`'s form.
+
+    Never rounded (the default context keeps 28 of DynamoDB's 38 digits), and whole
+    sums are written whole: ``0.5 + 0.5`` is ``1`` as DynamoDB stores it, not ``1.0``,
+    so it reads back as an int like any stored whole number.
+    """
+    total = Decimal(0)
+    for value in values:
+        total = _EXACT.add(total, value)
+    return canonical_number(total)
 
 
 #: DynamoDB's number range: 38 significant digits, magnitudes 1E-130 to below 1E+126.

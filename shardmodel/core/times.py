@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -49,20 +50,25 @@ def to_utc(name: str, value: Any) -> datetime:
                 f"bucket is unknown; pass an aware datetime, e.g. "
                 f"value.replace(tzinfo=timezone.utc)"
             )
-        return value.astimezone(timezone.utc)
+        return _in_utc(name, value, value.isoformat())
     if isinstance(value, bool):
         raise ShardKeyError(f"{name}: {value!r} is not a time; pass epoch seconds or a datetime")
     if isinstance(value, int | float | Decimal):
         try:
             return datetime.fromtimestamp(float(value), tz=timezone.utc)
         except (ValueError, OverflowError, OSError):
-            unit = (
-                "; if it is in milliseconds, divide it by 1000" if abs(float(value)) > 1e11 else ""
-            )
+            pass
+        # NaN, infinities and signaling NaNs (float() of one raises) name no time at all
+        finite = not isinstance(value, Decimal) or value.is_finite()
+        if not finite or (isinstance(value, float) and not math.isfinite(value)):
             raise ShardKeyError(
-                f"{name}: {value!r} is not a time in epoch seconds between the years 1 and "
-                f"9999{unit}"
-            ) from None
+                f"{name}: {value!r} is not a time; pass finite epoch seconds or a datetime"
+            )
+        big = abs(Decimal(value)) > 10**11
+        unit = "; if it is in milliseconds, divide it by 1000" if big else ""
+        raise ShardKeyError(
+            f"{name}: {value!r} is not a time in epoch seconds between the years 1 and 9999{unit}"
+        )
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
@@ -75,11 +81,26 @@ def to_utc(name: str, value: Any) -> datetime:
                 f"{name}: ISO time {value!r} has no offset, so its UTC bucket is unknown; "
                 "append 'Z' or '+00:00'"
             )
-        return parsed.astimezone(timezone.utc)
+        return _in_utc(name, parsed, value)
     raise ShardKeyError(
         f"{name}: {type(value).__name__} is not a time; use epoch seconds, an aware datetime "
         "or an ISO 8601 string"
     )
+
+
+def _in_utc(name: str, moment: datetime, shown: str) -> datetime:
+    """``moment`` (aware) in UTC; a time whose UTC instant datetime cannot hold is refused.
+
+    ``9999-12-31T23:00:00-05:00`` is in the year 10000 in UTC, where no UTC bucket (and
+    no UTC string a time-bucketed attribute stores) is.
+    """
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise ShardKeyError(
+            f"{name}: {shown!r} is outside the years 1 to 9999 in UTC, the times a bucket "
+            "can hold; give a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z"
+        ) from None
 
 
 def utc_offset_refused(name: str, value: Any) -> None:
@@ -118,7 +139,11 @@ def text_span(name: str, value: Any) -> tuple[datetime, datetime]:
         wall = parsed.replace(tzinfo=timezone.utc)
         if parsed.tzinfo is None:
             return wall, wall
-        instant = parsed.astimezone(timezone.utc)
+        try:
+            instant = parsed.astimezone(timezone.utc)
+        except OverflowError:  # past datetime's ends in UTC: no stored UTC time is beyond
+            late = (parsed.utcoffset() or timedelta(0)) < timedelta(0)
+            instant = (datetime.max if late else datetime.min).replace(tzinfo=timezone.utc)
         return min(wall, instant), max(wall, instant)
     moment = to_utc(name, value)
     return moment, moment

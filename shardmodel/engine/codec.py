@@ -12,7 +12,7 @@ used), ``_pinned_key`` (a copy written at one key during a migration) and
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -25,6 +25,7 @@ from shardmodel.attributes import ShardedKeyAttribute
 from shardmodel.core.canonical import storable_number
 from shardmodel.engine.items import (
     check_logical,
+    hinted_values,
     instance_key_values,
     key_values,
     python_name,
@@ -41,6 +42,7 @@ __all__ = [
     "check_actions",
     "check_counters_unchanged",
     "deserialize",
+    "hinted",
     "home_key",
     "key_condition",
     "load",
@@ -87,10 +89,20 @@ def stored_key(item: Any) -> str:
     """The physical key of this stored item, for update, delete and refresh.
 
     A counter item's updates go to its home shard, where its other attributes live.
+
+    Raises:
+        ShardKeyError: the model has a sort key and the item's is None (DynamoDB refuses
+            such a key; a shard hashed from the sort key cannot be computed either).
     """
+    model = type(item)
+    name = model._range_keyname
+    if name is not None and range_value(item) is None:
+        raise ShardKeyError(
+            f"{model.__name__}: the item's sort key {name!r} is None; set {name} (part of "
+            "the item's key) before update, delete or refresh"
+        )
     if item._pinned_key is not None:
         return str(item._pinned_key)
-    model = type(item)
     engine = sharding_of(model)
     if engine.spec.counters:
         logical = check_logical(model, getattr(item, sharded(model).attr_name))
@@ -109,6 +121,29 @@ def home_key(model: type[Any], hash_key: Any, range_key: Any = None) -> str:
     key = key_values(model, logical, range_values(model, range_key))
     what = f"{model.__name__}.get({logical!r})"
     return sharding_of(model).placement().home_key(key, what=what, bound=request_bound(model))
+
+
+def hinted(item: _T, shard_by: Mapping[str, Any]) -> _T:
+    """A copy of ``item`` holding the ``shard_by`` values it lacks (the item is unchanged).
+
+    Raises:
+        ShardKeyError: ``shard_by`` names what the shard is not computed from, or gives
+            a value other than the one the instance holds.
+    """
+    model = type(item)
+    range_key = range_value(item)
+    values = hinted_values(model, range_key, shard_by, f"{model.__name__}.delete")
+    copied: Any = copy.copy(item)
+    copied.attribute_values = dict(item.attribute_values)  # type: ignore[attr-defined]
+    for name in shard_by:
+        held = getattr(item, name)
+        if held is not None and held != values[name]:
+            raise ShardKeyError(
+                f"{model.__name__}.delete(shard_by={{{name!r}: {values[name]!r}}}): the "
+                f"instance holds {name}={held!r}; leave shard_by out, or give the same value"
+            )
+        setattr(copied, name, values[name])
+    return copied  # type: ignore[no-any-return]
 
 
 def pinned(item: _T, physical: str) -> _T:

@@ -36,8 +36,10 @@ from shardmodel.engine.items import (
     with_keys,
 )
 from shardmodel.engine.reads import candidate_keys, merge_shares
+from shardmodel.engine.scans import logical_scan, tests_sharded_key
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
+from shardmodel.expressions.conditions import check_flag, check_paging
 from shardmodel.request_bound import request_bound
 from shardmodel.retry import is_condition_failure, is_throttle, is_transient, is_unsent
 
@@ -286,11 +288,31 @@ def scan(
     items on the client. Parallel segments together return each logical item once: the
     segment holding its lowest-numbered shard item emits it. ``plain`` is PynamoDB's
     own ``scan``.
+
+    A ``limit`` or ``page_size`` that is no positive int, or a ``consistent_read`` that is
+    no bool, is refused before sending, as :meth:`query` refuses it (a client-side filter
+    would otherwise give ``limit=2.5`` a meaning PynamoDB's scan does not).
     """
+    check_paging(limit, page_size)
+    check_flag("consistent_read", consistent_read)
     spec = sharding_of(model).spec
     if index_name is not None and spec.counters:
         check_index_read(model, "scan", attributes_to_get, filter_condition is not None)
     if not spec.counters or index_name is not None:
+        if filter_condition is not None and tests_sharded_key(model, filter_condition):
+            return logical_scan(
+                model,
+                filter_condition,
+                segment,
+                total_segments,
+                limit,
+                last_evaluated_key,
+                page_size,
+                consistent_read,
+                index_name,
+                rate_limit,
+                attributes_to_get,
+            )
         return plain(
             filter_condition,
             segment,

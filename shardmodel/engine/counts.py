@@ -19,7 +19,7 @@ from shardmodel.engine.query_plan import (
     query_sharding,
 )
 from shardmodel.engine.sharding import sharding_of
-from shardmodel.expressions.conditions import check_filter, check_paging
+from shardmodel.expressions.conditions import check_filter, check_flag, check_paging
 from shardmodel.keyspace.strategies import TimeBounds
 
 __all__ = ["count"]
@@ -96,6 +96,7 @@ def count(
             rate_limit,
         )
     check_paging(limit, None)
+    check_flag("consistent_read", consistent_read)
     check_filter(filter_condition, query_keys(model, index_name))
     counts = None
     table_migrating = index_name is None and migrating

@@ -17,17 +17,29 @@ import binascii
 import hashlib
 import hmac
 import json
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import cattrs
 from attrs import frozen
+from pynamodb.expressions.condition import Condition
 
-from shardmodel.core.canonical import canonical_number
+from shardmodel.core.canonical import storable_number
 from shardmodel.errors import CursorError
 
-__all__ = ["CURSOR_VERSION", "Cursor", "ShardPosition", "decode_cursor", "encode_cursor"]
+__all__ = [
+    "CURSOR_VERSION",
+    "Cursor",
+    "ShardPosition",
+    "conditions_digest",
+    "decode_cursor",
+    "encode_cursor",
+    "start_problem",
+]
 
-CURSOR_VERSION = 1
+#: Version 2 records the query's conditions (version 1 did not: it is refused).
+CURSOR_VERSION = 2
 
 #: A DynamoDB key as botocore returns it: {"name": {"S" | "N" | "B": value}}.
 RawKey = dict[str, dict[str, Any]]
@@ -50,13 +62,19 @@ class ShardPosition:
 
 @frozen
 class Cursor:
-    """The whole resume state of a merged query."""
+    """The whole resume state of a merged query.
+
+    ``conditions`` is :func:`conditions_digest` of the query's key condition, time range
+    and filter: a cursor resumes only the query it was taken from, as each shard's
+    position means "received up to here" only under the same conditions.
+    """
 
     version: int
     model: str
     index: str | None
     logical_key: str
     forward: bool
+    conditions: str
     shards: tuple[ShardPosition, ...]
 
 
@@ -124,9 +142,16 @@ def decode_cursor(token: Any, secret: bytes | None = None) -> Cursor:
         raise CursorError(f"last_evaluated_key is malformed (not JSON); {fix}") from error
     if not isinstance(data, dict):
         raise CursorError(f"last_evaluated_key is malformed (not an object); {fix}")
-    if data.get("version") != CURSOR_VERSION:
+    version = data.get("version")
+    if version == 1 and type(version) is int:
         raise CursorError(
-            f"last_evaluated_key has cursor version {data.get('version')!r}, this "
+            "last_evaluated_key has cursor version 1, made by an earlier shardmodel, which "
+            f"did not record the query's conditions; this shardmodel reads version "
+            f"{CURSOR_VERSION}; start the query over (its first page gives a new cursor)"
+        )
+    if version != CURSOR_VERSION and not isinstance(version, bool):  # a bool: malformed
+        raise CursorError(
+            f"last_evaluated_key has cursor version {version!r}, this "
             f"shardmodel reads version {CURSOR_VERSION}; {fix}"
         )
     problem = _payload_problem(data)
@@ -144,6 +169,7 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "index": (str, type(None)),
     "logical_key": str,
     "forward": bool,
+    "conditions": str,
     "shards": list,
 }
 _TYPE_TAGS = frozenset({"S", "N", "B"})
@@ -193,9 +219,95 @@ def _key_problem(start: Any) -> str | None:
             return f"attribute {name!r} has type {kind!r} and value {value!r}"
         try:
             if kind == "N":
-                canonical_number(value)
+                storable_number(value)
             elif kind == "B":
                 base64.b64decode(value, validate=True)
         except (ValueError, binascii.Error):
             return f"attribute {name!r} is not a valid {kind} value"
+    return None
+
+
+def _canonical_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Expression values with numbers in canonical form (``3`` and ``3.0`` are one)."""
+    out: dict[str, Any] = {}
+    for name, typed in values.items():
+        ((kind, value),) = typed.items()
+        if kind == "N":
+            value = storable_number(value)
+        elif kind == "B":
+            value = base64.b64encode(bytes(value)).decode("ascii")
+        out[name] = {kind: value}
+    return out
+
+
+def _time_text(value: Any) -> Any:
+    """A time range bound as text that equal bounds share (numbers canonical)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        try:
+            return storable_number(value)
+        except (ValueError, ArithmeticError):  # no time: planning the buckets refuses it
+            return repr(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return repr(value)
+
+
+def conditions_digest(
+    range_condition: Condition | None,
+    filter_condition: Condition | None,
+    time_range: tuple[Any, Any] | None = None,
+) -> str:
+    """A short digest of a query's conditions, recorded in its cursor.
+
+    Numbers count by value (``ts > 3`` and ``ts > 3.0`` are one condition). A value
+    that cannot be put in canonical form makes the digest of its text.
+    """
+    parts: list[Any] = []
+    for condition in (range_condition, filter_condition):
+        if condition is None:
+            parts.append(None)
+            continue
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        expression = condition.serialize(names, values)
+        try:
+            shown: Any = _canonical_values(values)
+        except (ValueError, TypeError):
+            shown = repr(values)
+        parts.append([expression, sorted(names.items()), shown])
+    if time_range is not None:
+        parts.append([_time_text(bound) for bound in time_range])
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def start_problem(
+    start: dict[str, dict[str, str]], key_types: dict[str, str], partition: str, shard: str
+) -> str | None:
+    """What a cursor's start key does wrong for the query it would resume (None: nothing).
+
+    It must name exactly the query's key attributes (``key_types``: name to ``S``, ``N``
+    or ``B``), each of its type, and hold the shard's own physical key as ``partition``:
+    DynamoDB refuses an ExclusiveStartKey of another schema or partition, and the
+    problem ends with its words.
+    """
+    if set(start) != set(key_types):
+        return (
+            f"names {sorted(start)}, the query's keys are {sorted(key_types)}: the provided "
+            "starting key is invalid"
+        )
+    for name, kind in key_types.items():
+        ((given, _),) = start[name].items()
+        if given != kind:
+            return (
+                f"has {name!r} of type {given}, the key's type is {kind}: the provided key "
+                "element does not match the schema"
+            )
+    if start[partition]["S"] != shard:
+        return (
+            f"is in the partition {start[partition]['S']!r}, not in {shard!r}: the provided "
+            "starting key is outside query boundaries"
+        )
     return None

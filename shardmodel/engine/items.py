@@ -11,15 +11,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pynamodb.attributes import Attribute
+from pynamodb.constants import NUMBER
 
 from shardmodel.attributes import ShardedKeyAttribute
-from shardmodel.core.canonical import canonical_value
+from shardmodel.core.canonical import canonical_value, storable_number
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 from shardmodel.keyspace.strategies import KeyValues, ShardCount
 
 __all__ = [
     "check_logical",
+    "check_range_key",
+    "hinted_values",
     "instance_key_values",
     "key_text",
     "key_values",
@@ -102,6 +105,73 @@ def range_values(model: type[Any], range_key: Any) -> dict[str, Any]:
     """The values a key's sort key gives the strategies: ``{sort key name: value}``."""
     name = model._range_keyname
     return {} if name is None or range_key is None else {name: range_key}
+
+
+def check_range_key(model: type[Any], range_key: Any, what: str) -> None:
+    """Refuse, before sending, a read by full key without a valid sort key value.
+
+    DynamoDB refuses a key without its sort key, or with a value of another type
+    (``ValidationException``); refused here with the argument named.
+    """
+    attr = model._range_key_attribute()
+    if attr is None:
+        return
+    name = model._range_keyname
+    if range_key is None:
+        raise ShardKeyError(
+            f"{what}: {model.__name__} has the sort key {name!r}, and range_key is None; "
+            f"give the {name} of the item"
+        )
+    try:
+        serialized = attr.serialize(range_key)
+        if attr.attr_type == NUMBER:
+            storable_number(serialized)
+        else:
+            key_text(attr, serialized)
+    except (ValueError, TypeError, AttributeError) as error:
+        raise ShardKeyError(
+            f"{what}: range_key={range_key!r} is no value of the sort key {name!r} "
+            f"({type(attr).__name__}): {error}"
+        ) from None
+
+
+def hinted_values(
+    model: type[Any], range_key: Any, shard_by: Mapping[str, Any] | None, what: str
+) -> dict[str, Any]:
+    """The values a read by full key gives the strategies: the sort key and ``shard_by``.
+
+    ``shard_by`` names attributes the table key's shard is computed from beyond the key
+    (``HashShards(on=["event_id"])``): with their values a read touches one shard.
+
+    Raises:
+        ShardKeyError: ``shard_by`` is not a mapping, names an attribute the shard is not
+            computed from (or a key, given as hash_key or range_key), or gives None.
+    """
+    values = range_values(model, range_key)
+    if shard_by is None:
+        return values
+    attr = sharded(model)
+    keys = {python_name(model, attr), model._range_keyname}
+    hinted = [n for n in attr.layout.attributes if n not in keys]
+    choices = ", ".join(hinted) if hinted else "none: no attribute beyond the key decides it"
+    if not isinstance(shard_by, Mapping):
+        raise ShardKeyError(
+            f"{what}(shard_by={shard_by!r}): give a dict of attribute name to value, the "
+            f"attributes the shard is computed from ({choices})"
+        )
+    for name, value in shard_by.items():
+        if name not in hinted:
+            raise ShardKeyError(
+                f"{what}(shard_by={{{name!r}: ...}}): {model.__name__}'s shard is not computed "
+                f"from {name!r} beyond its key; shard_by takes: {choices}"
+            )
+        if value is None:
+            raise ShardKeyError(
+                f"{what}(shard_by={{{name!r}: None}}): give the item's {name}, or leave it "
+                "out to read every shard"
+            )
+        values[name] = value
+    return values
 
 
 def key_text(attribute: Attribute[Any] | None, serialized: Any) -> Any:

@@ -105,12 +105,17 @@ def first_page_size(remaining: int, shards: int) -> int:
 
 @frozen
 class QueryIdentity:
-    """What a cursor must match to resume a query."""
+    """What a cursor must match to resume a query.
+
+    ``conditions``: the digest of its key condition, time range and filter
+    (:func:`~shardmodel.engine.cursor.conditions_digest`).
+    """
 
     model: str
     index: str | None
     logical_key: str
     forward: bool
+    conditions: str = ""
 
 
 class _Descending:
@@ -295,6 +300,7 @@ class MergedQuery(Generic[_T]):
                 index=self._identity.index,
                 logical_key=self._identity.logical_key,
                 forward=self._identity.forward,
+                conditions=self._identity.conditions,
                 shards=tuple(shards),
             )
         )

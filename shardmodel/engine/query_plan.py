@@ -8,7 +8,7 @@ raises before anything is sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attrs import evolve, frozen
@@ -16,7 +16,14 @@ from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
 
 from shardmodel.attributes import ShardedKeyAttribute
-from shardmodel.engine.cursor import Cursor, decode_cursor
+from shardmodel.core.times import text_span
+from shardmodel.engine.cursor import (
+    Cursor,
+    conditions_digest,
+    decode_cursor,
+    raw_key,
+    start_problem,
+)
 from shardmodel.engine.items import check_logical, key_values, python_name, sharded, with_keys
 from shardmodel.engine.merge import QueryIdentity
 from shardmodel.engine.placement import Placement
@@ -25,9 +32,11 @@ from shardmodel.errors import CursorError, ShardKeyError
 from shardmodel.expressions.conditions import (
     bounds_of,
     check_filter,
+    check_flag,
     check_key_condition,
     check_paging,
 )
+from shardmodel.expressions.filters import matches
 from shardmodel.keyspace.keys import PhysicalKey
 from shardmodel.keyspace.phases import COPY_MARKER, MOVE_MARKER
 from shardmodel.keyspace.strategies import ShardCount, TimeBounds
@@ -121,6 +130,7 @@ def query_groups(
             values[sort_name] = found.equal
         bounds[sort_name] = (found.lower, found.upper)
     if time_range is not None:
+        time_range = checked_time_range(model, time_range)
         for strategy in attr.layout.strategies:
             if isinstance(strategy, TimeBuckets):
                 bounds[strategy.on] = time_range
@@ -132,6 +142,28 @@ def query_groups(
         sort_name=sort_name,
         forward=forward,
     )
+
+
+def checked_time_range(model: type[Any], time_range: Any) -> TimeBounds:
+    """``time_range`` as a (start, end) pair of times (None: that end unbounded).
+
+    Raises:
+        ShardKeyError: not a pair, or a bound that is no time, named as ``time_range``'s.
+    """
+    if isinstance(time_range, str | bytes) or not isinstance(time_range, Sequence):
+        shape = None
+    else:
+        shape = len(time_range)
+    if shape != 2:
+        raise ShardKeyError(
+            f"{model.__name__}: time_range={time_range!r:.80} is not a pair; pass "
+            "time_range=(start, end), each epoch seconds, an aware datetime or an ISO 8601 "
+            "string with an offset"
+        )
+    for end, bound in zip(("start", "end"), time_range, strict=True):
+        if bound is not None:
+            text_span(f"{model.__name__}: time_range's {end}", bound)
+    return (time_range[0], time_range[1])
 
 
 def cursor_secret(model: type[Any]) -> bytes | None:
@@ -162,12 +194,22 @@ def resume(
     groups: list[list[str]],
     secret: bytes | None,
     moving: bool,
+    *,
+    keys: Mapping[str, str] | None = None,
+    partition: str | None = None,
+    range_condition: Condition | None = None,
 ) -> Cursor | None:
     """Decode a cursor and check it belongs to this very query.
 
     ``moving``: the key's items may have moved since (a compaction retired shards, a
     migration changed the layout): a cursor naming other shards is still accepted, and
     what it saw is skipped by its last sort key (see :func:`_seen_by`).
+
+    ``keys`` (name to type tag), ``partition`` and ``range_condition``: each shard's
+    start key must name exactly the query's keys, each of its type, lie in the shard's
+    own partition and within the range condition, as DynamoDB requires of an
+    ExclusiveStartKey; a cursor forged with the model's secret is refused here, before
+    any request.
     """
     if token is None:
         return None
@@ -180,6 +222,14 @@ def resume(
             f"{theirs[2]!r}, index {theirs[1]!r}, forward={theirs[3]}); resume with the "
             "same model, key, index and direction, or start over"
         )
+    if cursor.conditions != identity.conditions:
+        raise CursorError(
+            "last_evaluated_key was taken with other conditions (range_key_condition, "
+            "time_range or filter_condition, or a time series' start and end) than this "
+            "query's; resume with the same conditions, or start over"
+        )
+    if keys is not None and partition is not None:
+        _check_starts(cursor, keys, partition, range_condition)
     planned = {key for group in groups for key in group}
     listed = {p.key for p in cursor.shards}
     if not moving and listed != planned:
@@ -193,6 +243,24 @@ def resume(
             "changed, or the cursor was edited); resume with the same conditions"
         )
     return cursor
+
+
+def _check_starts(
+    cursor: Cursor, keys: Mapping[str, str], partition: str, condition: Condition | None
+) -> None:
+    """Refuse a start key DynamoDB would refuse as ExclusiveStartKey of this query."""
+    for shard in cursor.shards:
+        if shard.start is None:
+            continue
+        problem = start_problem(shard.start, dict(keys), partition, shard.key)
+        if problem is None and not matches(condition, raw_key(shard.start)):
+            problem = "does not match the range key predicate"
+        if problem is not None:
+            raise CursorError(
+                f"last_evaluated_key's start of shard {shard.key!r} {problem}, so it is no "
+                "position of this query (the cursor was edited); pass the cursor of this "
+                "query unchanged, or start over"
+            )
 
 
 @frozen
@@ -248,7 +316,11 @@ def plan_query(
     """
     spec = sharding_of(model).spec
     check_paging(limit, page_size)
+    check_flag("scan_index_forward", scan_index_forward)
+    check_flag("consistent_read", consistent_read)
     check_filter(filter_condition, query_keys(model, index_name))
+    # what the caller asked, before the filter gains a migration's copy test
+    conditions = conditions_digest(range_key_condition, filter_condition, time_range)
     forward = scan_index_forward is not False
     table = index_name is None
     migrating = table and placement.migration is not None
@@ -267,16 +339,28 @@ def plan_query(
         index=index_name,
         logical_key=str(hash_key),
         forward=forward,
+        conditions=conditions,
     )
     moving = table and placement.moving
-    resumed = resume(model, last_evaluated_key, identity, groups, cursor_secret(model), moving)
     key_attrs = [
         model._hash_key_attribute(),
         model._range_key_attribute(),
         query_attribute(model, index_name, "hash"),
         query_attribute(model, index_name, "range"),
     ]
-    key_names = tuple(dict.fromkeys(a.attr_name for a in key_attrs if a is not None))
+    key_types = {a.attr_name: a.attr_type for a in key_attrs if a is not None}
+    key_names = tuple(key_types)
+    resumed = resume(
+        model,
+        last_evaluated_key,
+        identity,
+        groups,
+        cursor_secret(model),
+        moving,
+        keys=key_types,
+        partition=key_attrs[2].attr_name if key_attrs[2] is not None else None,
+        range_condition=range_key_condition,
+    )
     projection = with_keys(model, attributes_to_get, key_names)
     counters = bool(spec.counters) and table
     # a counter model's filter must see summed items, and during a layout change the

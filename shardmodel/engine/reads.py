@@ -7,18 +7,19 @@ summed, the current copy of a moving item, or a :class:`DuplicateItemError` nami
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from shardmodel.counters import aggregate
 from shardmodel.engine.executor import BATCH_GET_KEYS
 from shardmodel.engine.items import (
     check_logical,
+    check_range_key,
+    hinted_values,
     instance_key_values,
     key_text,
     key_values,
     range_value,
-    range_values,
     sharded,
     with_keys,
 )
@@ -43,15 +44,26 @@ _RawItem = dict[str, dict[str, Any]]
 _Request = tuple[Any, Any, list[str]]
 
 
-def candidate_keys(model: type[Any], hash_key: Any, range_key: Any = None) -> list[str]:
-    """Every physical key a read of (hash_key, range_key) must touch, in shard order."""
+def candidate_keys(
+    model: type[Any],
+    hash_key: Any,
+    range_key: Any = None,
+    shard_by: Mapping[str, Any] | None = None,
+    operation: str = "get",
+) -> list[str]:
+    """Every physical key a read of (hash_key, range_key) must touch, in shard order.
+
+    ``shard_by``: values of attributes the shard is computed from (beyond the key).
+    """
     engine = sharding_of(model)
+    operation = f"{model.__name__}.{operation}"
+    check_range_key(model, range_key, operation)
     if isinstance(hash_key, PhysicalKey):
         return engine.placement().read_keys(hash_key, what="", bound=1)
     logical = check_logical(model, hash_key)
-    key = key_values(model, logical, range_values(model, range_key))
+    key = key_values(model, logical, hinted_values(model, range_key, shard_by, operation))
     placement = engine.placement(reading=[logical])
-    what = f"{model.__name__}.get({logical!r})"
+    what = f"{operation}({logical!r})"
     return placement.read_keys(key, what=what, bound=request_bound(model))
 
 
@@ -145,12 +157,13 @@ def get(
     consistent_read: bool,
     attributes_to_get: Sequence[str] | None,
     plain: Callable[..., _M],
+    shard_by: Mapping[str, Any] | None = None,
 ) -> _M:
     """One item by logical key, every candidate shard read in one BatchGetItem.
 
     ``plain`` is PynamoDB's own ``get``, used when one physical key is the only one.
     """
-    candidates = candidate_keys(model, hash_key, range_key)
+    candidates = candidate_keys(model, hash_key, range_key, shard_by)
     if len(candidates) == 1 and sharding_of(model).migration() is None:
         # (during a layout change the one key may hold a tombstone: resolved below)
         return plain(candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get))
@@ -171,9 +184,13 @@ def batch_get(
     """Many items by logical key; each key's candidate shards are read together."""
     group: list[_Request] = []
     size = 0
-    for item in dict.fromkeys(items):
-        hash_key, range_key = _split_batch_key(model, item)
-        candidates = candidate_keys(model, hash_key, range_key)
+    seen: set[tuple[Any, Any]] = set()
+    for item in items:
+        hash_key, range_key, shard_by = _split_batch_key(model, item)
+        if (hash_key, range_key) in seen:  # one item, asked twice: read once
+            continue
+        seen.add((hash_key, range_key))
+        candidates = candidate_keys(model, hash_key, range_key, shard_by, "batch_get")
         if group and size + len(candidates) > BATCH_GET_KEYS:
             yield from _instances(model, group, consistent_read, attributes_to_get)
             group, size = [], 0
@@ -194,18 +211,30 @@ def _instances(
             yield model.from_raw_data(raw)  # type: ignore[attr-defined]
 
 
-def _split_batch_key(model: type[Any], item: Any) -> tuple[Any, Any]:
+def _hints(item: tuple[Any, ...]) -> bool:
+    return bool(item) and isinstance(item[-1], Mapping)
+
+
+def _split_batch_key(model: type[Any], item: Any) -> tuple[Any, Any, Any]:
+    """(hash key, range key, shard_by) of a batch_get key.
+
+    A key is the hash key (or a (hash key, range key) pair), optionally followed by a
+    ``shard_by`` mapping: ``(hash_key, range_key, {"event_id": ...})``.
+    """
+    shard_by = None
+    if isinstance(item, tuple) and _hints(item):
+        *rest, shard_by = item
+        item = rest[0] if model._range_keyname is None and len(rest) == 1 else tuple(rest)
     if model._range_keyname is None:
-        return item, None
+        return item, None, shard_by
+    pair = "a (hash key, range key) pair, optionally followed by a shard_by dict"
     if isinstance(item, str):
-        raise ValueError(f"Invalid key value {item!r}: expected a (hash key, range key) pair")
+        raise ValueError(f"Invalid key value {item!r}: expected {pair}")
     try:
         hash_key, range_key = item
     except (TypeError, ValueError):
-        raise ValueError(
-            f"Invalid key value {item!r}: expected a (hash key, range key) pair"
-        ) from None
-    return hash_key, range_key
+        raise ValueError(f"Invalid key value {item!r}: expected {pair}") from None
+    return hash_key, range_key, shard_by
 
 
 def refresh(item: Any, consistent_read: bool, plain: Callable[[bool], None]) -> None:
@@ -219,7 +248,7 @@ def refresh(item: Any, consistent_read: bool, plain: Callable[[bool], None]) -> 
         return
     logical = check_logical(model, getattr(item, attr.attr_name))
     range_key = range_value(item)
-    candidates = candidate_keys(model, logical, range_key)
+    candidates = candidate_keys(model, logical, range_key, operation="refresh")
     (raw,) = _resolve(model, [(logical, range_key, candidates)], consistent_read, None)
     if raw is None:
         raise item.DoesNotExist("This item does not exist in the table.")

@@ -1,216 +1,124 @@
-"""Scans of sharded tables: each logical item once.
+"""Scans whose filter tests a sharded key: the filter sees logical keys, on the client.
 
-A counter model's scan sums each item's shares (:func:`shardmodel.engine.counting.scan`).
-During a layout change a scan meets an item under its old key, its new key or both
-(and tombstones): of each item it returns only the copy that holds it
-(:func:`~shardmodel.keyspace.phases.authority`), asking the table about an item's old
-keys when it meets the new copy. Filters see that copy (applied on the client), and
-parallel segments together return each item once: each copy is judged on its own.
+A sharded key is stored with its shard segments (``user-1#7``): DynamoDB would compare
+``user_id = "user-1"`` with the stored ``user-1#7`` and match nothing (``<>`` would match
+everything). Such a scan sends no filter; each scanned item is tested with its logical
+keys (:mod:`shardmodel.expressions.filters`, DynamoDB's rules), and the projection is
+applied after the filter, as DynamoDB does. Pages, ``page_size`` (DynamoDB's ``Limit``,
+counted before the filter), ``limit`` (items returned), ``rate_limit``, segments and
+``last_evaluated_key`` mean what they mean on PynamoDB's scan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pynamodb.expressions.condition import Condition
+from pynamodb.pagination import ResultIterator
 
-from shardmodel.engine import counting
 from shardmodel.engine.codec import logical_raw
-from shardmodel.engine.counter_reads import CounterScan
-from shardmodel.engine.items import instance_key_values, sharded, with_keys
+from shardmodel.engine.items import with_keys
 from shardmodel.engine.sharding import sharding_of
-from shardmodel.errors import CursorError, UnsupportedOperationError
+from shardmodel.expressions.conditions import named_paths
 from shardmodel.expressions.filters import matches
-from shardmodel.keyspace.phases import (
-    COPY_MARKER,
-    DELETED,
-    FENCED,
-    MOVE_MARKER,
-    ActiveMigration,
-    is_tombstone,
-    state_of,
-)
 
-__all__ = ["scan"]
+__all__ = ["LogicalScan", "logical_scan", "tests_sharded_key"]
 
-_M = TypeVar("_M")
+_T = TypeVar("_T")
 _RawItem = dict[str, dict[str, Any]]
 
 
-def scan(
-    model: type[_M],
-    filter_condition: Condition | None,
+def tests_sharded_key(model: type[Any], condition: Condition) -> bool:
+    """True when ``condition`` names a sharded key attribute (stored with its segments)."""
+    stored = {attr.attr_name for attr in sharding_of(model).spec.sharded}
+    return bool(named_paths(condition) & stored)
+
+
+class LogicalScan(Generic[_T]):
+    """A scan's items that pass a filter tested on their logical keys.
+
+    Attributes:
+        total_count: items returned so far.
+    """
+
+    def __init__(
+        self,
+        inner: ResultIterator[_RawItem],
+        keep: Callable[[_RawItem], bool],
+        build: Callable[[_RawItem], _T],
+        limit: int | None,
+    ) -> None:
+        self._inner = inner
+        self._keep = keep
+        self._build = build
+        self._limit = limit
+        self.total_count = 0
+
+    def __iter__(self) -> Iterator[_T]:
+        return self
+
+    def __next__(self) -> _T:
+        if self._limit is not None and self.total_count >= self._limit:
+            raise StopIteration
+        for raw in self._inner:
+            if self._keep(raw):
+                self.total_count += 1
+                return self._build(raw)
+        raise StopIteration
+
+    @property
+    def last_evaluated_key(self) -> _RawItem | None:
+        """Where a scan resuming after the last item returned starts (None: complete).
+
+        Items scanned after the last one returned all failed the filter, so resuming
+        after the last item scanned skips nothing.
+        """
+        key: _RawItem | None = self._inner.last_evaluated_key
+        return key
+
+
+def logical_scan(
+    model: type[Any],
+    filter_condition: Condition,
     segment: int | None,
     total_segments: int | None,
     limit: int | None,
-    last_evaluated_key: dict[str, dict[str, Any]] | None,
+    last_evaluated_key: _RawItem | None,
     page_size: int | None,
     consistent_read: bool | None,
     index_name: str | None,
     rate_limit: float | None,
     attributes_to_get: Sequence[str] | None,
-    plain: Callable[..., Iterator[_M]],
-) -> Iterator[_M]:
-    """Scan: each logical item once (counters summed; during a migration, one copy).
-
-    ``plain`` is PynamoDB's own ``scan``.
-    """
-    engine = sharding_of(model)
-    arguments = (
-        filter_condition,
-        segment,
-        total_segments,
-        limit,
-        last_evaluated_key,
-        page_size,
-        consistent_read,
-        index_name,
-        rate_limit,
-        attributes_to_get,
-    )
-    migration = engine.migration() if engine.spec.table_key() is not None else None
-    if engine.spec.counters or migration is None or index_name is not None:
-        return counting.scan(model, *arguments, plain)
-    if rate_limit is not None:
-        raise UnsupportedOperationError(
-            f"{model.__name__}.scan(rate_limit=...): during a layout change a scan asks the "
-            "table about the items it meets, which rate_limit cannot bound; scan without it"
-        )
-    connection = engine.executor.connection()
-
-    def page(start: _RawItem | None, size: int | None) -> dict[str, Any]:
-        response: dict[str, Any] = connection.scan(
-            exclusive_start_key=start,
-            segment=segment,
-            total_segments=total_segments,
-            limit=size,
-            consistent_read=consistent_read,
-        )
-        return response
-
+) -> LogicalScan[Any]:
+    """A scan with ``filter_condition`` applied to each item's logical form."""
     projection = with_keys(model, attributes_to_get)
+    fetched = None
+    if projection is not None:  # the filter reads attributes the projection may drop
+        fetched = list(dict.fromkeys([*projection, *sorted(named_paths(filter_condition))]))
+    inner: ResultIterator[_RawItem] = ResultIterator(
+        sharding_of(model).executor.connection().scan,
+        (),
+        {
+            "exclusive_start_key": last_evaluated_key,
+            "segment": segment,
+            "total_segments": total_segments,
+            "limit": page_size if page_size is not None else limit,
+            "consistent_read": consistent_read,
+            "index_name": index_name,
+            "attributes_to_get": fetched,
+        },
+        rate_limit=rate_limit,
+    )
 
     def keep(raw: _RawItem) -> bool:
-        return filter_condition is None or matches(filter_condition, logical_raw(model, raw)[0])
+        return matches(filter_condition, logical_raw(model, raw)[0])
 
-    def build(raw: _RawItem) -> Any:
-        if projection is not None:
-            raw = {k: v for k, v in raw.items() if k in projection}
-        return model.from_raw_data(raw)  # type: ignore[attr-defined]
+    build: Callable[[_RawItem], Any] = model.from_raw_data
+    if projection is not None:
+        wanted = set(projection)
 
-    return CounterScan(
-        page=page,
-        emit=lambda rows: _holders(model, _still(model, migration), rows),
-        keep=keep,
-        build=build,
-        limit=limit,
-        page_size=page_size if page_size is not None else limit,
-        start=last_evaluated_key,
-    )
+        def build(raw: _RawItem) -> Any:
+            return model.from_raw_data({k: v for k, v in raw.items() if k in wanted})
 
-
-def _still(model: type[Any], migration: ActiveMigration) -> ActiveMigration:
-    """The scan's migration, checked before each page: a scan that returns items at their
-    old keys cannot go on once the sweep may delete the tombstones it relies on."""
-    now = sharding_of(model).migration()
-    if migration.rules.scan_old and (now is None or not now.rules.scan_old):
-        phase = "finished" if now is None else f"in phase {now.state.phase.value}"
-        raise CursorError(
-            f"{model.__name__}.scan: the layout change this scan began in is now {phase}, "
-            "so the tombstones it reads items at may be gone; scan again from the start"
-        )
-    return migration
-
-
-def _holders(
-    model: type[Any], migration: ActiveMigration, rows: list[_RawItem]
-) -> list[_RawItem | None]:
-    """For each scanned row, the item a scan returns there, else None.
-
-    Until the sweep (``scan_old``), every item whose key changes keeps a row at its old
-    key (the item, a move's frozen copy, or a tombstone), and the scan returns the item
-    there: the row itself while it holds the item, else the copy at its new key, read
-    consistently. Rows at new keys are skipped, so a move between two pages can neither
-    hide an item nor show it twice. After it (phase done) every live row is returned.
-    """
-    if not migration.rules.scan_old:
-        return [None if state_of(row) is not None else _unmarked(row) for row in rows]
-    attr = sharded(model)
-    hash_name = attr.attr_name
-    range_attr = model._range_key_attribute()
-    range_name = range_attr.attr_name if range_attr is not None else None
-    shrink = migration.random_shrink
-    decided: list[_RawItem | None] = []
-    asks: dict[int, list[str]] = {}  # row number -> keys whose rows decide it
-    follow: set[int] = set()  # rows whose item is the copy at the asked (new) key
-    for number, row in enumerate(rows):
-        physical = row[hash_name]["S"]
-        state = state_of(row)
-        decided.append(None)
-        if state == DELETED:
-            continue
-        key = instance_key_values(model.from_raw_data(row))
-        new_key = migration.new_key(key, physical)
-        olds = migration.old_keys(key, physical)
-        if state is not None and is_tombstone(row):  # moved or fenced: the item is new
-            if physical == new_key or (shrink and state == FENCED and new_key in olds):
-                continue  # a random shrink returns the item at its new key, an old key too
-            asks[number] = [new_key]
-            follow.add(number)
-            continue
-        if physical not in olds:
-            continue  # a new key only: its old key's row returns the item
-        decided[number] = _unmarked(row)
-        if shrink and physical == new_key:
-            others = [k for k in olds if k != physical]
-            if others:
-                asks[number] = others
-    if asks:
-        found = _consistent(model, rows, asks, hash_name, range_name, range_attr)
-        for number, keys in asks.items():
-            row = rows[number]
-            ident = str(row.get(range_name)) if range_name else None
-            copies = [found[(k, ident)] for k in keys if (k, ident) in found]
-            if number in follow:
-                decided[number] = next(
-                    (_unmarked(c) for c in copies if state_of(c) is None or not is_tombstone(c)),
-                    None,
-                )
-            elif any(state_of(c) != FENCED for c in copies):
-                decided[number] = None  # another old key holds it, or its tombstone does
-    return decided
-
-
-def _consistent(
-    model: type[Any],
-    rows: list[_RawItem],
-    asks: dict[int, list[str]],
-    hash_name: str,
-    range_name: str | None,
-    range_attr: Any,
-) -> dict[tuple[str, str | None], _RawItem]:
-    """The rows stored at the asked keys (with each row's sort key), read consistently."""
-    requests = []
-    seen: set[tuple[str, str | None]] = set()
-    for number, keys in asks.items():
-        for physical in keys:
-            request: dict[str, Any] = {hash_name: physical}
-            ident = str(rows[number].get(range_name)) if range_name else None
-            if (physical, ident) in seen:
-                continue
-            seen.add((physical, ident))
-            if range_name is not None and range_attr is not None:
-                request[range_name] = rows[number][range_name][range_attr.attr_type]
-            requests.append(request)
-    found = sharding_of(model).executor.batch_get(requests, True, None)
-    return {
-        (raw[hash_name]["S"], str(raw.get(range_name)) if range_name else None): raw
-        for raw in found
-    }
-
-
-def _unmarked(raw: _RawItem) -> _RawItem:
-    if MOVE_MARKER not in raw and COPY_MARKER not in raw:
-        return raw
-    return {k: v for k, v in raw.items() if k not in (MOVE_MARKER, COPY_MARKER)}
+    return LogicalScan(inner, keep, build, limit)

@@ -146,13 +146,43 @@ def check_filter(condition: Condition | None, keys: list[Attribute[Any] | None])
 
 
 def check_paging(limit: Any, page_size: Any) -> None:
-    """Refuse, before sending, a ``limit`` or ``page_size`` DynamoDB would refuse."""
+    """Refuse, before sending, a ``limit`` or ``page_size`` DynamoDB would refuse.
+
+    Both are ints (not bools, floats or strings); ``limit`` may be 0 (no item, as
+    PynamoDB), ``page_size`` is at least 1 (DynamoDB's ``Limit``).
+    """
     for field, value, least in (("limit", limit, 0), ("page_size", page_size, 1)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise QueryValidationError(
+                f"1 validation error detected: Value {value!r} at '{field}' failed to satisfy "
+                f"constraint: Member must be an integer; pass {field}=None for no {field}, or "
+                f"a positive int such as {field}={_whole(value)}"
+            )
+        if value < least:
             raise QueryValidationError(
                 f"1 validation error detected: Value {value!r} at '{field}' failed to satisfy "
                 f"constraint: Member must have value greater than or equal to {max(least, 1)}; "
                 f"pass {field}=None for no {field}, or a positive int"
             )
+
+
+def _whole(value: Any) -> int:
+    """A positive int near ``value`` to suggest (10 for ``'10'`` or ``10.0``), else 10."""
+    try:
+        number = int(Decimal(str(value).strip()))
+    except (ArithmeticError, ValueError):
+        return 10
+    return number if number >= 1 else 10
+
+
+def check_flag(field: str, value: Any) -> None:
+    """Refuse, before sending, a flag (``scan_index_forward``, ``consistent_read``) that is
+    not a bool: DynamoDB takes ``true`` or ``false`` only, and ``'no'`` or ``0`` would read
+    as one thing to the merge and another to each shard's request."""
+    if value is not None and not isinstance(value, bool):
+        raise QueryValidationError(
+            f"1 validation error detected: Value {value!r} at '{field}' failed to satisfy "
+            f"constraint: Member must be a boolean; pass {field}=True or {field}=False"
+        )

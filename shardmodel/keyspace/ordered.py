@@ -113,6 +113,30 @@ def prefix_end(prefix: str) -> str | None:
     return stripped[:-1] + chr(following)
 
 
+def _same_text(one: str, other: str) -> bool:
+    """True when two strings are the same text in different Unicode normal forms."""
+    return unicodedata.normalize("NFD", one) == unicodedata.normalize("NFD", other)
+
+
+def code_points(given: str, fixed: str) -> str:
+    """Where two strings first differ, code point by code point.
+
+    A precomposed ``'ö'`` and ``'o'`` followed by a combining diaeresis print alike; the
+    code points tell them apart: ``character 3: U+00F6, normalized U+006F U+0308``.
+    """
+    start = next((i for i, (a, b) in enumerate(zip(given, fixed, strict=False)) if a != b), None)
+    if start is None:
+        start = min(len(given), len(fixed))
+    return (
+        f"character {start + 1}: {_points(given[start : start + 1])}, normalized "
+        f"{_points(fixed[start : start + 2])}"
+    )
+
+
+def _points(text: str) -> str:
+    return " ".join(f"U+{ord(ch):04X}" for ch in text) or "nothing"
+
+
 class BoundaryWarning(UserWarning):
     """``from_sample`` found values that fill more than a shard: boundaries repeat."""
 
@@ -177,12 +201,18 @@ class OrderedShards:
 
     Args:
         boundaries: sorted, unique, normalized strings, the first ``''``: shard ``i`` holds
-            the values from ``boundaries[i]`` to ``boundaries[i + 1]`` (excluded).
+            the values from ``boundaries[i]`` to ``boundaries[i + 1]`` (excluded). A
+            boundary that is its normalized value in another Unicode normal form (a
+            precomposed ``'ö'`` pasted where normalize gives ``'o'`` and a combining
+            mark) is normalized, then the order is checked; other differences are
+            refused, naming the code points that differ.
         on: the sort key of the table or index this strategy shards (python name).
         normalize: applied to a value before its shard is looked up (default
             :func:`default_normalize`: lower-case then NFKD); ``None`` keeps values as is.
         overflow: normalized values that fill more than a shard on their own, each with
             its number of sub-shards; such values are written to a random sub-shard.
+            For a global secondary index's key (where values repeat); a table's
+            partition key refuses it.
     """
 
     boundaries: tuple[str, ...] = field(converter=_to_boundaries)
@@ -191,18 +221,36 @@ class OrderedShards:
     overflow: tuple[tuple[str, int], ...] = field(default=(), converter=_to_overflow)
 
     def __attrs_post_init__(self) -> None:
+        if self.normalize is not None and not callable(self.normalize):
+            raise ShardConfigurationError(
+                f"OrderedShards(normalize={self.normalize!r}): give a function of a str to "
+                "a str, or None to keep values as they are"
+            )
+        # text pasted in another Unicode normal form (a precomposed 'ö' where normalize
+        # gives 'o' and a combining mark) is the same text: normalize it, then check it
+        object.__setattr__(self, "boundaries", tuple(map(self._normal_form, self.boundaries)))
         self._check_boundaries()
         if self.on is not None and (not isinstance(self.on, str) or not self.on):
             raise ShardConfigurationError(
                 f"OrderedShards(on={self.on!r}): name the sort key it orders by, e.g. "
                 "on='title_key'"
             )
-        if self.normalize is not None and not callable(self.normalize):
-            raise ShardConfigurationError(
-                f"OrderedShards(normalize={self.normalize!r}): give a function of a str to "
-                "a str, or None to keep values as they are"
-            )
+        overflow = tuple((self._normal_form(value), count) for value, count in self.overflow)
+        object.__setattr__(self, "overflow", overflow)
         self._check_overflow()
+
+    def _normal_form(self, value: Any) -> Any:
+        """``value`` normalized when it is the same text in another Unicode normal form.
+
+        Canonically equivalent strings (NFD-equal) look the same on screen; other
+        differences (case, compatibility characters such as a ligature) are left for the
+        checks to refuse, visibly.
+        """
+        if isinstance(value, str):
+            normal = normalized(self.normalize, value)
+            if normal != value and _same_text(normal, value):
+                return normal
+        return value
 
     def _check_boundaries(self) -> None:
         bounds = self.boundaries
@@ -215,7 +263,7 @@ class OrderedShards:
         for position, boundary in enumerate(bounds):
             if not isinstance(boundary, str):
                 raise ShardConfigurationError(
-                    f"{name}: boundary {position} is {boundary!r}, a {type(boundary).__name__}; "
+                    f"{name}: boundary {position} is {boundary!r} ({type(boundary).__name__}); "
                     "boundaries are strings"
                 )
             if position and boundary <= bounds[position - 1]:
@@ -228,7 +276,8 @@ class OrderedShards:
             if fixed != boundary:
                 raise ShardConfigurationError(
                     f"{name}: boundary {boundary!r} is not normalized (normalize gives "
-                    f"{fixed!r}); stored values are normalized, so write {fixed!r}"
+                    f"{fixed!r}); stored values are normalized, so write {fixed!r} (they "
+                    f"differ at {code_points(boundary, fixed)})"
                 )
         if len(bounds) > MAX_SHARDS:
             raise ShardConfigurationError(
@@ -243,8 +292,9 @@ class OrderedShards:
             name = f"OrderedShards(overflow={{{value!r}: {count!r}}})"
             if not isinstance(value, str) or normalized(self.normalize, value) != value:
                 fixed = normalized(self.normalize, value) if isinstance(value, str) else None
+                shown = f" (they differ at {code_points(value, fixed)})" if fixed else ""
                 raise ShardConfigurationError(
-                    f"{name}: overflow values are normalized strings; write {fixed!r}"
+                    f"{name}: overflow values are normalized strings; write {fixed!r}{shown}"
                 )
             if value in seen:
                 raise ShardConfigurationError(f"{name}: the value is given twice")
@@ -286,7 +336,7 @@ class OrderedShards:
                 f"OrderedShards.from_sample(prefix={prefix!r}): give the boundary length in "
                 "characters, at least 1 (default 20)"
             )
-        ordered = normalized_all(normalize, values)
+        ordered = normalized_all(normalize, _sample_strings(values))
         ordered.sort()
         cuts = sample_cuts(ordered, shards, prefix, normalize)
         if cuts.repeated:
@@ -441,6 +491,23 @@ class OrderedShards:
     def with_on(self, on: str) -> OrderedShards:
         """This strategy ordering by ``on`` (e.g. after :meth:`from_sample`)."""
         return evolve(self, on=on)
+
+
+def _sample_strings(values: Any) -> list[str]:
+    """The sample as a list, each value checked to be a str (what a string key holds)."""
+    where = "OrderedShards.from_sample(values=...)"
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise ShardConfigurationError(
+            f"{where}: give a list of the sort key's values (strings), not {values!r:.60}"
+        )
+    sample = list(values)
+    for position, value in enumerate(sample):
+        if not isinstance(value, str):
+            raise ShardConfigurationError(
+                f"{where}: value {position} is {value!r:.60} ({type(value).__name__}); "
+                "OrderedShards orders a string sort key: pass a sample of its values, strings"
+            )
+    return sample
 
 
 @frozen

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from attrs import field, frozen
@@ -32,6 +32,7 @@ __all__ = [
     "RandomShards",
     "Segment",
     "ShardCount",
+    "ShardFunction",
     "ShardStrategy",
     "TimeBounds",
     "check_attributes_exist",
@@ -225,11 +226,18 @@ class RandomShards:
 
 _ALGORITHMS = ("md5", "sha256")
 
+#: A shard function: the canonical values of the ``on`` attributes, in order, to an int.
+ShardFunction = Callable[[tuple[str, ...]], int]
+
 
 def _to_on_tuple(value: Sequence[str] | str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     return tuple(value)
+
+
+def _function_name(function: Any) -> str:
+    return str(getattr(function, "__qualname__", None) or repr(function))
 
 
 @frozen
@@ -240,20 +248,28 @@ class HashShards:
     DynamoDB string form, joined by ``joiner`` (default: concatenated, as the public
     write-sharding guides compute it). It is stable across processes and versions.
 
-    A read by full key touches one shard when every ``on`` attribute is part of the key;
-    otherwise it reads all ``n``.
+    ``algorithm`` may instead be a function, for tables another program shards its own
+    way (``int(id) % n``, xxhash64): it is given the canonical values of the ``on``
+    attributes (a tuple of strings: numbers as DynamoDB writes them, ``"1700000000"``),
+    returns an int, and the shard is that int ``% n``. It must be deterministic and
+    stable across processes, machines and versions (never Python's ``hash``, which
+    changes per process; pin a hash library's seed), or items land where reads never
+    look.
+
+    A read by full key touches one shard when every ``on`` attribute is part of the key
+    (or given as ``shard_by``); otherwise it reads all ``n``.
 
     Args:
         n: the shard count.
         on: attribute names whose values are hashed; the partition key's own name means
             the logical key.
-        algorithm: ``"md5"`` or ``"sha256"``.
-        joiner: the string put between the values before hashing.
+        algorithm: ``"md5"``, ``"sha256"``, or a function of the values to an int.
+        joiner: the string put between the values before hashing (md5 and sha256).
     """
 
     n: int
     on: tuple[str, ...] = field(converter=_to_on_tuple)
-    algorithm: str = "md5"
+    algorithm: str | ShardFunction = "md5"
     joiner: str = ""
 
     def __attrs_post_init__(self) -> None:
@@ -262,9 +278,18 @@ class HashShards:
             raise ShardConfigurationError(
                 "HashShards(on=[]): name at least one attribute to hash, e.g. on=['timestamp']"
             )
-        if self.algorithm not in _ALGORITHMS:
+        if callable(self.algorithm):
+            if self.joiner:
+                raise ShardConfigurationError(
+                    f"HashShards(joiner={self.joiner!r}): a shard function is given the "
+                    "values themselves, not joined; leave joiner out (or join them in the "
+                    "function)"
+                )
+        elif self.algorithm not in _ALGORITHMS:
             raise ShardConfigurationError(
-                f"HashShards(algorithm={self.algorithm!r}): use one of {_ALGORITHMS}"
+                f"HashShards(algorithm={self.algorithm!r}): use one of {_ALGORITHMS}, or a "
+                "function of the values to an int, e.g. algorithm=lambda values: "
+                "int(values[0])"
             )
 
     @property
@@ -283,10 +308,33 @@ class HashShards:
         return number_bytes(self.n, first_shard)
 
     def shard_of(self, values: Sequence[str]) -> int:
-        """The shard of these canonical values: ``int(hexdigest) % n``."""
+        """The shard of these canonical values: ``int(hexdigest) % n``, or the shard
+        function's int ``% n``.
+
+        Raises:
+            ShardKeyError: the shard function raised, or returned no int.
+        """
+        if callable(self.algorithm):
+            return self._function_shard(self.algorithm, tuple(values))
         data = self.joiner.join(values).encode("utf-8")
         digest = hashlib.new(self.algorithm, data).digest()
         return int.from_bytes(digest, "big") % self.n
+
+    def _function_shard(self, function: ShardFunction, values: tuple[str, ...]) -> int:
+        name = _function_name(function)
+        try:
+            number = function(values)
+        except Exception as error:
+            raise ShardKeyError(
+                f"HashShards(algorithm={name}) raised {type(error).__name__}: {error} for the "
+                f"values {values!r} of {list(self.on)}; fix the value or the function"
+            ) from error
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise ShardKeyError(
+                f"HashShards(algorithm={name}) returned {number!r} for the values "
+                f"{values!r}; a shard function returns an int (the shard is it % {self.n})"
+            )
+        return number % self.n
 
     def _known(self, key: KeyValues) -> list[str] | None:
         if all(name in key.canonical for name in self.on):
@@ -299,7 +347,8 @@ class HashShards:
             missing = [name for name in self.on if name not in key.canonical]
             raise ShardKeyError(
                 f"HashShards(on={list(self.on)}): attribute {missing[0]!r} has no value; "
-                f"set {missing[0]} before saving, the shard is computed from it"
+                f"set {missing[0]} before saving, the shard is computed from it (to delete "
+                f"an item built from its key, pass delete(shard_by={{{missing[0]!r}: ...}}))"
             )
         return self.shard_of(known)
 

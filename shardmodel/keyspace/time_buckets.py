@@ -58,7 +58,9 @@ class TimeBuckets:
             raise ShardConfigurationError(
                 f"TimeBuckets(on={self.on!r}): name the time attribute, e.g. on='timestamp'"
             )
-        check_time_format(f"TimeBuckets(granularity={self.granularity!r})", self.format)
+        where = f"TimeBuckets(granularity={self.granularity!r})"
+        check_time_format(where, self.format)
+        check_labels_increase(where, self.format)
 
     @property
     def format(self) -> str:
@@ -159,7 +161,8 @@ class TimeBuckets:
                     )
             if moment >= end:
                 return labels
-            moment = min(moment + step, end)
+            # the last step may pass datetime's year 9999: the end is the next moment then
+            moment = end if end - moment <= step else moment + step
 
 
 @functools.lru_cache(maxsize=64)
@@ -178,10 +181,71 @@ def _sample_labels(fmt: str) -> list[str]:
 
 def _label_step(fmt: str) -> timedelta:
     """The smallest time unit a format shows: stepping by it visits every label."""
-    if any(code in fmt for code in ("%S", "%f", "%s", "%T", "%c", "%X")):
+    if "%f" in fmt:
+        return timedelta(microseconds=1)
+    if any(code in fmt for code in ("%S", "%s", "%T", "%c", "%X")):
         return timedelta(seconds=1)
     if "%M" in fmt or "%R" in fmt:
         return timedelta(minutes=1)
     if any(code in fmt for code in ("%H", "%I", "%p")):
         return timedelta(hours=1)
     return timedelta(days=1)
+
+
+def _transitions() -> list[datetime]:
+    """Instants where some field of a label changes, one of every kind a format can show.
+
+    A second, a minute and every hour of a day (the 12-hour clock wraps at 1:00 and
+    13:00, AM/PM at 0:00 and 12:00); every day of a leap year and the next (month ends,
+    weekdays, day of year); every day around 31 year ends (ISO weeks and week numbers of
+    every kind of year); the turn of two centuries (``%y``, ``%C``).
+    """
+    base = datetime(2001, 2, 3, tzinfo=timezone.utc)
+    found = [base.replace(hour=4, minute=5, second=6), base.replace(hour=4, minute=5)]
+    found += [base.replace(hour=hour) for hour in range(24)]
+    day = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    found += [day + timedelta(days=n) for n in range(731)]
+    for year in range(2000, 2031):
+        turn = datetime(year, 1, 1, tzinfo=timezone.utc)
+        found += [turn + timedelta(days=n) for n in range(-12, 12)]
+    found += [datetime(year, 1, 1, tzinfo=timezone.utc) for year in (2000, 2100)]
+    return sorted(set(found))
+
+
+_TRANSITIONS = _transitions()
+
+
+@functools.lru_cache(maxsize=64)
+def _label_order_problem(fmt: str) -> str | None:
+    """Where a format's labels fail to increase with time (None: they always do)."""
+    if "%s" in fmt.replace("%%", ""):
+        return (
+            "%s writes epoch seconds of the process's local time zone, so two processes "
+            "could put one time in different buckets; write '%Y-%m-%dT%H:%M:%S' instead"
+        )
+    tick = timedelta(microseconds=1)
+    for moment in _TRANSITIONS:
+        before, after = bucket_label(moment - tick, fmt), bucket_label(moment, fmt)
+        if after < before:
+            hint = "%I is the 12-hour clock: use %H; " if "%I" in fmt else ""
+            return (
+                "bucket labels must be unique and increase with time, but the label "
+                f"{before!r} of {(moment - tick).isoformat()} is followed by {after!r} at "
+                f"{moment.isoformat()}, which sorts before it: a label that comes back names "
+                f"one partition for two time ranges; {hint}write the fields from the year "
+                "down, zero-padded, e.g. '%Y-%m-%dT%H'"
+            )
+    return None
+
+
+def check_labels_increase(where: str, fmt: str) -> None:
+    """Refuse a format whose labels are not unique and increasing over time.
+
+    A label that comes back later (``%I``, a 12-hour clock; ``%H`` without the day) names
+    one partition for two time ranges: a range covering both reads it twice. Labels must
+    also sort as their times do (DynamoDB compares strings), so a layout's keys keep time
+    order. Checked at the instants where each field of a label changes, one of each kind.
+    """
+    problem = _label_order_problem(fmt)
+    if problem is not None:
+        raise ShardConfigurationError(f"{where}: {problem}")

@@ -177,6 +177,15 @@ def check_sort_key(model: Any, attr: Any, strategy: OrderedShards) -> None:
             f"by the sort key of {where}, which is {sort_name!r}: a shard keeps its items in "
             f"the order of that sort key, which is what makes the shards read in order; {fix}"
         )
+    if attr.is_hash_key and strategy.overflow:
+        values = ", ".join(repr(value) for value, _ in strategy.overflow)
+        raise ShardConfigurationError(
+            f"{model.__name__}.{attr.attr_name}: OrderedShards(overflow=...) on the table's "
+            f"partition key: the sort key {strategy.on!r} is the ordered value, so a key holds "
+            f"one item of each value ({values}) and no value fills a shard, while a random "
+            "sub-shard per save would store one item under two keys; drop overflow= (it "
+            "spreads values that repeat, on a global secondary index's key)"
+        )
     source = model.get_attributes()[strategy.on]
     if isinstance(source, NormalizedAttribute) and source.normalize is not strategy.normalize:
         raise ShardConfigurationError(

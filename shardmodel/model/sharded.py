@@ -7,7 +7,7 @@ logical key; the engine's codec keeps the physical one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pynamodb.expressions.condition import Condition
@@ -15,11 +15,11 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 
 from shardmodel.dynamic.metadata import ShardMetadata
-from shardmodel.engine import codec, counting, counts, queries, reads, scans, writes
+from shardmodel.engine import codec, counting, counts, migrating_scans, queries, reads, writes
 from shardmodel.engine.building import build_plan, instantiate
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
-from shardmodel.errors import ShardModelError, UnsupportedOperationError
+from shardmodel.errors import ShardKeyError, ShardModelError, UnsupportedOperationError
 from shardmodel.keyspace.strategies import TimeBounds
 from shardmodel.model.declaration import ShardedModelMeta
 
@@ -135,11 +135,26 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         range_key: Any = None,
         consistent_read: bool = False,
         attributes_to_get: Sequence[str] | None = None,
+        *,
+        shard_by: Mapping[str, Any] | None = None,
     ) -> _M:
-        """Get one item by logical key, reading every candidate shard in one BatchGetItem."""
+        """Get one item by logical key, reading every candidate shard in one BatchGetItem.
+
+        ``shard_by``: the item's values of attributes its shard is computed from beyond
+        the key (``HashShards(n, on=["event_id"])``: ``shard_by={"event_id": ...}``);
+        the get then reads exactly that shard. A wrong value reads another shard, where
+        the item is not.
+        """
         if sharding_of(cls).spec.table_key() is None:
+            if shard_by is not None:
+                raise ShardKeyError(
+                    f"{cls.__name__}.get(shard_by=...): the table's partition key is not "
+                    "sharded, so there is no shard to choose; leave shard_by out"
+                )
             return super().get(hash_key, range_key, consistent_read, attributes_to_get)
-        return reads.get(cls, hash_key, range_key, consistent_read, attributes_to_get, super().get)
+        return reads.get(
+            cls, hash_key, range_key, consistent_read, attributes_to_get, super().get, shard_by
+        )
 
     @classmethod
     def batch_get(
@@ -148,7 +163,11 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         consistent_read: bool | None = None,
         attributes_to_get: Sequence[str] | None = None,
     ) -> Iterator[_M]:
-        """Get many items by logical key; each key's candidate shards are read together."""
+        """Get many items by logical key; each key's candidate shards are read together.
+
+        A key may end with a ``shard_by`` mapping (see :meth:`get`):
+        ``(hash_key, range_key, {"event_id": ...})`` reads that key's one shard.
+        """
         if sharding_of(cls).spec.table_key() is None:
             return super().batch_get(items, consistent_read, attributes_to_get)
         return reads.batch_get(cls, items, consistent_read, attributes_to_get)
@@ -275,8 +294,13 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         finds reads every shard item of it (BatchGetItem, 100 keys a call).
         ``filter_condition`` is applied to the summed items on the client. Parallel
         segments together return each logical item once.
+
+        A ``filter_condition`` that tests a sharded key (``Event.user_id == "u"``) is
+        applied on the client too, to the logical keys (stored keys carry their shard:
+        DynamoDB would compare ``"u#7"``), so it matches what it matches on an unsharded
+        table; the scan then reads (and is charged for) every item, as any scan is.
         """
-        return scans.scan(
+        return migrating_scans.scan(
             cls,
             filter_condition,
             segment,
@@ -310,10 +334,22 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         return writes.update(self, actions, condition, add_version_condition, super().update)
 
     def delete(
-        self, condition: Condition | None = None, *, add_version_condition: bool = True
+        self,
+        condition: Condition | None = None,
+        *,
+        add_version_condition: bool = True,
+        shard_by: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Delete the item (a counter item: every shard item of it)."""
-        return writes.delete(self, condition, add_version_condition, super().delete)
+        """Delete the item (a counter item: every shard item of it).
+
+        ``shard_by``: values of attributes the item's shard is computed from that this
+        instance lacks (one built by hand from its key), as for :meth:`get`; the same as
+        setting them on the instance first, which is left unchanged.
+        """
+        item = self if shard_by is None else codec.hinted(self, shard_by)
+        return writes.delete(
+            item, condition, add_version_condition, super(ShardedModel, item).delete
+        )
 
     def _get_save_args(
         self, condition: Condition | None = None, *, add_version_condition: bool = True

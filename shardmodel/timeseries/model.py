@@ -13,12 +13,12 @@ from pynamodb.expressions.update import Action
 
 from shardmodel.core.times import to_utc
 from shardmodel.engine import sharding_of
-from shardmodel.engine.cursor import encode_cursor
+from shardmodel.engine.cursor import conditions_digest, encode_cursor
 from shardmodel.engine.items import with_keys
 from shardmodel.engine.merge import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
-from shardmodel.errors import ShardConfigurationError, ShardKeyError
-from shardmodel.expressions.conditions import named_paths
+from shardmodel.errors import QueryValidationError, ShardConfigurationError, ShardKeyError
+from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
 from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
@@ -279,14 +279,30 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         end: Any,
         filter_condition: Condition | None,
         max_requests: int | None,
+        *,
+        consistent_read: Any = False,
+        scan_index_forward: Any = True,
+        limit: Any = None,
+        page_size: Any = None,
     ) -> tuple[str, list[list[str]], Condition]:
         """Check a range read and plan it: the entity, its partitions by bucket, the SK range.
 
-        Raises before any request: bad entity or times, a filter on the entity or time,
-        or more partitions than the request bound.
+        Raises before any request: bad entity or times, a limit, page size or flag
+        DynamoDB would refuse (as :meth:`query` does), a filter on the keys, the entity or
+        the time, or more partitions than the request bound.
         """
         layout = cls._series()
         name = cls.__name__
+        check_paging(limit, page_size)
+        check_flag("scan_index_forward", scan_index_forward)
+        check_flag("consistent_read", consistent_read)
+        keys = {layout.pk().attr_name, layout.sk().attr_name}
+        for attribute in sorted(named_paths(filter_condition) & keys):
+            raise QueryValidationError(
+                "Filter Expression can only contain non-primary key attributes: Primary key "
+                f"attribute: {attribute}; {name}.{what} computes both keys from the entity, "
+                "start and end: drop the test on them from filter_condition"
+            )
         entity = layout.check_entity(entity, f"{name}.{what}(entity)")
         low = to_utc(f"{name}.{what}(start)", start)
         high = to_utc(f"{name}.{what}(end)", end)
@@ -326,7 +342,13 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
     ) -> int:
         """How many readings :meth:`query_series` would return: ``Select=COUNT`` per bucket."""
         entity, buckets, condition = cls._plan_series(
-            "count_series", entity, start, end, filter_condition, max_requests
+            "count_series",
+            entity,
+            start,
+            end,
+            filter_condition,
+            max_requests,
+            consistent_read=consistent_read,
         )
         fetch = sharding_of(cls).executor.query_fetcher(
             range_key_condition=condition,
@@ -368,34 +390,55 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         layout = cls._series()
         name = cls.__name__
         entity, buckets, condition = cls._plan_series(
-            "query_series", entity, start, end, filter_condition, max_requests
+            "query_series",
+            entity,
+            start,
+            end,
+            filter_condition,
+            max_requests,
+            consistent_read=consistent_read,
+            scan_index_forward=scan_index_forward,
+            limit=limit,
+            page_size=page_size,
         )
+        forward = scan_index_forward is not False
         width = parallelism_of(cls, parallelism)
         groups = _chunks(buckets, width)
-        if not scan_index_forward:
+        if not forward:
             groups.reverse()
         identity = QueryIdentity(
             model=f"{cls.Meta.table_name}:{name}",
             index=None,
             logical_key=entity,
-            forward=scan_index_forward,
+            forward=forward,
+            conditions=conditions_digest(condition, filter_condition),
         )
         secret = cursor_secret(cls)
-        resumed = resume(cls, last_evaluated_key, identity, groups, secret, moving=False)
         key_names = [layout.pk().attr_name, layout.sk().attr_name]
+        resumed = resume(
+            cls,
+            last_evaluated_key,
+            identity,
+            groups,
+            secret,
+            moving=False,
+            keys={key: STRING for key in key_names},
+            partition=key_names[0],
+            range_condition=condition,
+        )
         fetch = sharding_of(cls).executor.query_fetcher(
             range_key_condition=condition,
             filter_condition=filter_condition,
             attributes_to_get=cls._series_projection(attributes_to_get),
             consistent_read=consistent_read,
             return_consumed_capacity="TOTAL",
-            scan_index_forward=scan_index_forward,
+            scan_index_forward=forward,
         )
         return MergedQuery(
             fetch=fetch,
             groups=groups,
             sort_key=dynamodb_sort_key(layout.sk()),
-            forward=scan_index_forward,
+            forward=forward,
             build=cls.from_raw_data,
             key_names=key_names,
             identity=identity,
@@ -458,5 +501,11 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
                 "clock, so a resumed page must name the first page's time; pass its now= too"
             )
         moment = datetime.now(timezone.utc) if now is None else to_utc("latest(now)", now)
-        start = moment.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+        try:
+            start = moment.replace(minute=0, second=0, microsecond=0) - timedelta(hours=hours - 1)
+        except OverflowError:
+            raise ShardKeyError(
+                f"{cls.__name__}.latest(hours={hours!r}): the window would start before the "
+                "year 1; give fewer hours"
+            ) from None
         return cls.query_series(entity, start, moment, **options)

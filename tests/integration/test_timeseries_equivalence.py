@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from tests.series_equivalence import SPREAD, check_series_equivalence, scenarios
 
 
-@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios)
 @example(scenario=SPREAD)
 def test_series_query_equals_a_plain_model_on_servers(

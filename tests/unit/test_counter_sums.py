@@ -42,6 +42,24 @@ def test_counters_are_summed_over_every_shard_item() -> None:
     assert "shares" not in merged  # no shard holds it: not invented as 0
 
 
+def test_a_sum_keeps_every_digit_and_writes_whole_sums_whole() -> None:
+    """Past the default context's 28 digits nothing is rounded; ``0.5 + 0.5`` is ``1``.
+
+    A whole total of fractional amounts is written as DynamoDB stores it (``1``, not
+    ``1.0``), so PynamoDB reads it back as an int, as it reads a plain model's total.
+    """
+    items = [
+        shard_item("k#0", views=10**35, likes=Decimal("0.5")),
+        shard_item("k#1", views=-(10**34), likes=Decimal("0.5")),
+        shard_item("k#2", views=1, likes=Decimal("1.50")),
+    ]
+    merged = aggregate(items, ["views", "likes"], home="k#0", hash_name="pk")
+    assert merged["views"] == {"N": str(9 * 10**34 + 1)}
+    assert merged["likes"] == {"N": "2.5"}
+    halves = [shard_item(f"k#{n}", views=Decimal("0.5")) for n in range(4)]
+    assert aggregate(halves, ["views"], home="k#0", hash_name="pk")["views"] == {"N": "2"}
+
+
 def test_the_logical_item_is_the_home_shards_item_under_the_home_key() -> None:
     """Other attributes come from the home shard's item; the key is the home key."""
     items = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -88,6 +89,28 @@ def test_batch_get_and_query_aggregate_per_logical_item() -> None:
     seen = [s.player for s in first]
     rest = Score.query("chess", last_evaluated_key=first.last_evaluated_key)  # type: ignore[attr-defined]
     assert seen + [s.player for s in rest] == sorted(totals)
+
+
+def test_totals_are_exact_and_whole_totals_read_as_ints() -> None:
+    """A total over shards is summed exactly, and a whole total reads as an int.
+
+    Halves on several shards total 6, read as ``6`` like any stored whole number (not
+    ``6.0``); a 36-digit total keeps every digit (not the default context's 28).
+    """
+    for _ in range(12):
+        PageViews.add("halves", views=Decimal("0.5"))
+        Score.add("wide", "p", points=0.5)
+    PageViews.add("huge", views=10**35)
+    PageViews.add("huge", views=-(10**34))
+    PageViews.add("huge", views=1, likes=Decimal("0.1"))
+    PageViews.add("huge", likes=0.2)
+    reads = [PageViews.get("halves").views, next(iter(Score.query("wide"))).points]
+    reads += [s.points for s in Score.batch_get([("wide", "p")])]
+    assert reads == [6, 6, 6]
+    assert all(type(total) is int for total in reads)
+    huge = PageViews.get("huge")
+    assert huge.views == 9 * 10**34 + 1 and type(huge.views) is int
+    assert huge.likes == 0.3  # summed as Decimals: 0.1 + 0.2 is 0.3, read as PynamoDB reads it
 
 
 def test_token_counts_once_even_after_a_lost_response() -> None:

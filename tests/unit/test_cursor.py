@@ -31,6 +31,7 @@ def cursor(*shards: ShardPosition, index: str | None = None, forward: bool = Tru
         index=index,
         logical_key="tenant-1",
         forward=forward,
+        conditions="c0ffee",
         shards=shards,
     )
 
@@ -46,11 +47,12 @@ def token_of(payload: bytes, secret: bytes | None = None) -> str:
 def payload(**changes: Any) -> dict[str, Any]:
     """A well-formed cursor payload with some fields changed (``None`` values kept)."""
     data: dict[str, Any] = {
-        "version": 1,
+        "version": 2,
         "model": "Orders",
         "index": None,
         "logical_key": "tenant-1",
         "forward": True,
+        "conditions": "c0ffee",
         "shards": [{"key": "tenant-1#0", "start": None, "done": False}],
     }
     data.update(changes)
@@ -67,9 +69,21 @@ def refusal(token: Any, secret: bytes | None = None) -> str:
     return str(caught.value)
 
 
-def test_version_one_is_the_format_this_release_reads() -> None:
-    """Cursors carry version 1; a change of format changes this number."""
-    assert CURSOR_VERSION == 1
+def test_version_two_is_the_format_this_release_reads() -> None:
+    """Cursors carry version 2 (the query's conditions recorded); a change of format
+    changes this number."""
+    assert CURSOR_VERSION == 2
+
+
+def test_a_version_one_cursor_is_refused_as_from_an_earlier_release() -> None:
+    """Version 1 did not record the query's conditions: it is refused, saying to start over."""
+    data = payload(version=1)
+    del data["conditions"]
+    assert refusal(forged(data)) == (
+        "last_evaluated_key has cursor version 1, made by an earlier shardmodel, which did "
+        "not record the query's conditions; this shardmodel reads version 2; start the query "
+        "over (its first page gives a new cursor)"
+    )
 
 
 def test_the_string_is_base64url_json_then_a_sha256_checksum() -> None:
@@ -77,9 +91,9 @@ def test_the_string_is_base64url_json_then_a_sha256_checksum() -> None:
     start = {"pk": {"S": "tenant-1#0"}, "ts": {"N": "17"}}
     token = encode_cursor(cursor(position("tenant-1#0", start, False)))
     expected = (
-        b'{"forward":true,"index":null,"logical_key":"tenant-1","model":"Orders",'
-        b'"shards":[{"done":false,"key":"tenant-1#0","start":{"pk":{"S":"tenant-1#0"},'
-        b'"ts":{"N":"17"}}}],"version":1}'
+        b'{"conditions":"c0ffee","forward":true,"index":null,"logical_key":"tenant-1",'
+        b'"model":"Orders","shards":[{"done":false,"key":"tenant-1#0","start":{"pk":{"S":'
+        b'"tenant-1#0"},"ts":{"N":"17"}}}],"version":2}'
     )
     assert token == token_of(expected)
     assert "=" not in token
@@ -163,11 +177,11 @@ def test_a_signed_payload_that_is_not_json_or_not_an_object_is_malformed() -> No
     assert refusal(forged([1, 2])) == f"last_evaluated_key is malformed (not an object); {FIX}"
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [3, 0, "2", None])
 def test_another_version_is_named_in_the_refusal(version: Any) -> None:
     """A cursor of another format version says which it has and which this release reads."""
     assert refusal(forged(payload(version=version))) == (
-        f"last_evaluated_key has cursor version {version!r}, this shardmodel reads version 1; {FIX}"
+        f"last_evaluated_key has cursor version {version!r}, this shardmodel reads version 2; {FIX}"
     )
 
 
@@ -185,15 +199,16 @@ def malformed(problem: str) -> str:
 def test_fields_must_be_exactly_the_cursor_fields() -> None:
     """An extra or a missing field is named with the expected set."""
     data = payload(extra=1)
-    expected = "['forward', 'index', 'logical_key', 'model', 'shards', 'version']"
+    expected = "['conditions', 'forward', 'index', 'logical_key', 'model', 'shards', 'version']"
     assert refusal(forged(data)) == malformed(
-        f"fields ['extra', 'forward', 'index', 'logical_key', 'model', 'shards', 'version'], "
-        f"expected {expected}"
+        "fields ['conditions', 'extra', 'forward', 'index', 'logical_key', 'model', 'shards', "
+        f"'version'], expected {expected}"
     )
     data = payload()
     del data["forward"]
     assert refusal(forged(data)) == malformed(
-        f"fields ['index', 'logical_key', 'model', 'shards', 'version'], expected {expected}"
+        "fields ['conditions', 'index', 'logical_key', 'model', 'shards', 'version'], "
+        f"expected {expected}"
     )
 
 
@@ -208,6 +223,8 @@ def test_fields_must_be_exactly_the_cursor_fields() -> None:
         ("logical_key", ["k"]),
         ("forward", "false"),
         ("forward", 1),
+        ("conditions", None),
+        ("conditions", 7),
         ("shards", {"k#0": None}),
     ],
 )
@@ -278,6 +295,8 @@ def test_done_is_a_boolean(done: Any) -> None:
         ({"ts": {"N": 5}}, "attribute 'ts' has type 'N' and value 5"),
         ({"ts": {"N": "five"}}, "attribute 'ts' is not a valid N value"),
         ({"ts": {"N": "NaN"}}, "attribute 'ts' is not a valid N value"),
+        ({"ts": {"N": "1e400"}}, "attribute 'ts' is not a valid N value"),  # DynamoDB's range
+        ({"ts": {"N": "1" * 39}}, "attribute 'ts' is not a valid N value"),  # 38 digits at most
         ({"b": {"B": "not base64!"}}, "attribute 'b' is not a valid B value"),
         ({"b": {"B": "AAAA!"}}, "attribute 'b' is not a valid B value"),  # strict base64
     ],

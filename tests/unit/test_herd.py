@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
-from shardmodel import herd_offset
+from shardmodel import ShardKeyError, herd_offset
 from shardmodel.testing import (
     BurstResult,
     CapacityLimits,
@@ -93,3 +94,22 @@ def test_herd_offset_is_stable_bounded_and_even() -> None:
     assert herd_offset("x", 0) == 0
     with pytest.raises(ValueError, match="window"):
         herd_offset("x", -1)
+
+
+@pytest.mark.parametrize("window", [float("nan"), float("inf"), -1, -0.5, True, "30", 10**400])
+def test_herd_offset_refuses_a_window_that_is_no_finite_time(window: Any) -> None:
+    """NaN returned NaN and an infinity infinity: a window must be finite seconds, 0 or
+    more; refused with a ShardKeyError (a ValueError) naming it."""
+    with pytest.raises(ShardKeyError) as raised:
+        herd_offset("sensor-1", window)
+    assert str(raised.value) == (
+        f"herd_offset(window={window!r}): give the window in seconds, a finite number, 0 or more"
+    )
+
+
+def test_herd_offset_refuses_an_entity_that_is_no_string() -> None:
+    """A number for the entity is named, not an AttributeError from hashing it."""
+    with pytest.raises(
+        ShardKeyError, match=r"herd_offset\(entity=7\): give the entity id as a str"
+    ):
+        herd_offset(7, 30)  # type: ignore[arg-type]

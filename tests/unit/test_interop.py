@@ -7,9 +7,13 @@ from datetime import datetime, timezone
 
 import boto3
 import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
+from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
+from shardmodel.engine.reads import candidate_keys
+from shardmodel.testing import create_tables
 from tests.models import DailyEvent, FileLog, RandomEvent, SensorReading
-from tests.support import stored_keys
+from tests.support import stored_keys, xxh64
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -87,3 +91,95 @@ def test_shard_leading_layout() -> None:
     )
     readings = list(SensorReading.query("2023-10-27-15"))
     assert [(r.hour, r.value) for r in readings] == [("2023-10-27-15", 21), ("2023-10-27-15", 22)]
+
+
+# -- layouts sharded by other code, with a shard function ------------------------------
+
+
+def test_xxh64_is_the_reference_hash() -> None:
+    """The helper gives the xxHash specification's XXH64 of the reference inputs."""
+    assert xxh64(b"") == 0xEF46DB3751D8E999
+    assert xxh64(b"a") == 0xD24EC4F1A98C6E5B
+    assert xxh64(b"abc") == 0x44BC2CF5AD770999
+    assert xxh64(b"Nobody inspects the spammish repetition") == 0xFBCEA83C8A378BF1
+
+
+class SampleOrder(ShardedModel):
+    """The write-sharding sample's layout: ``<customer>.<int(order id) % 5>``."""
+
+    class Meta:
+        table_name = "sample-orders"
+        region = "us-east-1"
+
+    customer = ShardedKeyAttribute(
+        hash_key=True,
+        strategy=HashShards(5, on=["order_id"], algorithm=lambda values: int(values[0])),
+        separator=".",
+    )
+    order_id = NumberAttribute(range_key=True)
+    total = NumberAttribute(null=True)
+
+
+def _by_xxh64(values: tuple[str, ...]) -> int:
+    return xxh64(values[0].encode("utf-8"))
+
+
+class XxDevice(ShardedModel):
+    """A layout other tools write: ``<device>#<xxh64(reading id) % 16>``."""
+
+    class Meta:
+        table_name = "xx-devices"
+        region = "us-east-1"
+
+    device = ShardedKeyAttribute(
+        hash_key=True, strategy=HashShards(16, on=["reading"], algorithm=_by_xxh64)
+    )
+    reading = UnicodeAttribute(range_key=True)
+    value = NumberAttribute(null=True)
+
+
+def test_the_write_sharding_samples_int_modulo_layout_reads_and_writes_unchanged() -> None:
+    """Items the sample writes (``suffix = int(id) % N``, '.' separator) are found by a
+    one-shard get; the model's writes land where the sample's one-shard reads look."""
+    create_tables([SampleOrder])
+    for order in (7, 12, 1001):
+        client().put_item(
+            TableName="sample-orders",
+            Item={"customer": {"S": f"acme.{order % 5}"}, "order_id": {"N": str(order)}},
+        )
+    assert [SampleOrder.get("acme", order).order_id for order in (7, 12, 1001)] == [7, 12, 1001]
+    assert candidate_keys(SampleOrder, "acme", 12) == ["acme.2"]
+    for order in range(20, 40):
+        SampleOrder(customer="acme", order_id=order, total=order).save()
+    for order in range(20, 40):
+        found = client().get_item(
+            TableName="sample-orders",
+            Key={"customer": {"S": f"acme.{order % 5}"}, "order_id": {"N": str(order)}},
+        )
+        assert found["Item"]["total"] == {"N": str(order)}
+    assert [o.order_id for o in SampleOrder.query("acme")] == [7, 12, *range(20, 40), 1001]
+
+
+def test_an_xxhash64_layout_reads_and_writes_unchanged() -> None:
+    """Items put under ``device#<xxh64(id) % 16>`` by another tool read back through a
+    one-shard get, and the model writes each item where that tool reads it."""
+    create_tables([XxDevice])
+    ids = [f"r-{n}" for n in range(40)]
+    for reading in ids[:20]:
+        client().put_item(
+            TableName="xx-devices",
+            Item={
+                "device": {"S": f"dev-9#{xxh64(reading.encode()) % 16}"},
+                "reading": {"S": reading},
+                "value": {"N": "1"},
+            },
+        )
+    for reading in ids[20:]:
+        XxDevice(device="dev-9", reading=reading, value=2).save()
+    for reading in ids:
+        assert candidate_keys(XxDevice, "dev-9", reading) == [
+            f"dev-9#{xxh64(reading.encode()) % 16}"
+        ]
+        assert XxDevice.get("dev-9", reading).reading == reading
+    assert len(set(stored_keys(XxDevice))) > 8  # spread over the shards
+    assert sorted(d.reading for d in XxDevice.query("dev-9")) == sorted(ids)

@@ -33,8 +33,12 @@ from shardmodel.engine.merge import (
 pytestmark = pytest.mark.timeout(10)
 
 Raw = dict[str, dict[str, Any]]
-IDENTITY = QueryIdentity(model="Events", index=None, logical_key="u", forward=True)
-BACKWARD = QueryIdentity(model="Events", index=None, logical_key="u", forward=False)
+IDENTITY = QueryIdentity(
+    model="Events", index=None, logical_key="u", forward=True, conditions="ts>3"
+)
+BACKWARD = QueryIdentity(
+    model="Events", index=None, logical_key="u", forward=False, conditions="ts>3"
+)
 
 
 class Pages:
@@ -349,6 +353,7 @@ def test_the_cursor_holds_each_shards_last_returned_key() -> None:
         index=None,
         logical_key="u",
         forward=False,
+        conditions="ts>3",  # the query's conditions, as its identity names them
         shards=(
             ShardPosition("u#0", {"pk": {"S": "u#0"}, "ts": {"N": "3"}}, False),
             ShardPosition("u#1", {"pk": {"S": "u#1"}, "ts": {"N": "4"}}, False),
@@ -378,6 +383,7 @@ def test_a_cursor_resumes_each_shard_where_it_stopped() -> None:
         index=None,
         logical_key="u",
         forward=True,
+        conditions="ts>3",
         shards=(
             ShardPosition("u#0", {"pk": {"S": "u#0"}, "ts": {"N": "1"}}, False),
             ShardPosition("u#1", None, False),

@@ -48,7 +48,7 @@ def _key(value: str | None, on: str = "title_key") -> KeyValues:
         (["a", "b"], "the first boundary must be ''"),
         (["", "m", "g"], "boundary 2 'g' is below boundary 1 'm'"),
         (["", "m", "m"], "boundary 2 'm' repeats boundary 1 'm'"),
-        (["", 5], "boundary 1 is 5, a int; boundaries are strings"),
+        (["", 5], "boundary 1 is 5 (int); boundaries are strings"),
         (["", "M"], "boundary 'M' is not normalized (normalize gives 'm')"),
         (["", *(f"{n:04d}" for n in range(1000))], "over 1000"),
     ],
@@ -57,6 +57,34 @@ def test_bad_boundaries_are_refused_with_the_fix(boundaries: Any, message: str) 
     with pytest.raises(ShardConfigurationError) as error:
         OrderedShards(boundaries, on="title_key")
     assert message in str(error.value)
+
+
+def test_boundaries_in_another_normal_form_are_normalized_then_checked() -> None:
+    """A boundary pasted with a precomposed 'ö' (NFC) where normalize gives 'o' and a
+    combining mark (NFKD) is the same text: it is normalized, and the order is checked on
+    the normalized boundaries."""
+    pasted = OrderedShards(["", "bj\u00f6rk", "m"], on="title_key")
+    assert pasted.boundaries == ("", "bjo\u0308rk", "m")
+    assert pasted == OrderedShards(["", "bjo\u0308rk", "m"], on="title_key")
+    assert pasted.shard_of("Björk Live") == 1
+    with pytest.raises(ShardConfigurationError, match="repeats boundary 1"):
+        OrderedShards(["", "o\u0308", "\u00f6"], on="title_key")
+    hits = OrderedShards(["", "m"], on="title_key", overflow={"h\u00f6rt": 2})
+    assert hits.overflow == (("ho\u0308rt", 2),)
+
+
+def test_a_boundary_refused_for_its_case_shows_the_code_points_that_differ() -> None:
+    """What is not the same text is refused, naming the first differing code points, so
+    a fix that looks identical on screen can still be told apart."""
+    with pytest.raises(ShardConfigurationError) as caught:
+        OrderedShards(["", "Bj\u00f6rk"], on="title_key")
+    assert str(caught.value) == (
+        "OrderedShards(boundaries=...): boundary 'Bj\u00f6rk' is not normalized (normalize "
+        "gives 'bjo\u0308rk'); stored values are normalized, so write 'bjo\u0308rk' (they "
+        "differ at character 1: U+0042, normalized U+0062 U+006A)"
+    )
+    with pytest.raises(ShardConfigurationError, match=r"character 1: U\+FB01, normalized U\+0066"):
+        OrderedShards(["", "\ufb01"], on="title_key")  # the ligature 'ﬁ' is not 'fi'
 
 
 def test_boundaries_keep_case_when_normalize_is_none() -> None:
@@ -93,6 +121,28 @@ def test_on_must_be_the_sort_key_of_the_table() -> None:
         )
     assert "must order by the sort key of the table 'x', which is 'sort'" in str(error.value)
     assert "pass on='sort'" in str(error.value)
+
+
+def test_overflow_on_the_tables_partition_key_is_refused() -> None:
+    """On a table key the ordered value is the sort key: each value is one item, and a
+    random sub-shard per save stored that item under two keys (a query returned it twice,
+    get raised DuplicateItemError). Refused at class definition; an index key keeps it."""
+    with pytest.raises(ShardConfigurationError) as error:
+        _album_class(
+            listing=ShardedKeyAttribute(
+                hash_key=True,
+                strategy=OrderedShards(["", "m"], on="title", overflow={"greatest hits": 3}),
+            ),
+            title=NormalizedAttribute(range_key=True),
+        )
+    assert str(error.value) == (
+        "Album.listing: OrderedShards(overflow=...) on the table's partition key: the sort "
+        "key 'title' is the ordered value, so a key holds one item of each value ('greatest "
+        "hits') and no value fills a shard, while a random sub-shard per save would store "
+        "one item under two keys; drop overflow= (it spreads values that repeat, on a "
+        "global secondary index's key)"
+    )
+    assert IndexedAlbum.get_attributes()["listing"].layout.strategies[0].overflow
 
 
 def test_on_must_be_the_sort_key_of_the_index() -> None:
@@ -249,6 +299,24 @@ def test_from_sample_cuts_every_ceil_nth_normalized_value() -> None:
     # sorted: alpha bravo charlie delta echo foxtrot golf; step ceil(7/3) = 3
     assert strategy.boundaries == ("", "de", "go")
     assert strategy.on == "title_key"
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([1, 2, 3], "value 0 is 1 (int); OrderedShards orders a string sort key: pass a sample"),
+        (["a", None], "value 1 is None (NoneType)"),
+        ("abc", "give a list of the sort key's values (strings), not 'abc'"),
+        (5, "give a list of the sort key's values (strings), not 5"),
+    ],
+)
+def test_a_sample_of_other_than_strings_is_refused_by_name(values: Any, message: str) -> None:
+    """A sample of numbers (or a bare string) is a ShardConfigurationError naming the
+    value, not an AttributeError from inside normalization."""
+    with pytest.raises(ShardConfigurationError) as caught:
+        OrderedShards.from_sample(values, shards=2)
+    assert str(caught.value).startswith("OrderedShards.from_sample(values=...): ")
+    assert message in str(caught.value)
 
 
 def test_from_sample_warns_when_one_value_fills_a_shard() -> None:

@@ -298,16 +298,27 @@ def test_connection_pool_fits_the_fan_out() -> None:
 
 
 def test_sort_keys_follow_dynamodb_order() -> None:
-    """Numbers order numerically (ints, decimals, exponents, 38 digits); strings by bytes."""
+    """Numbers order numerically (ints, decimals, exponents, 38 digits); strings by bytes.
+
+    The reference order is exact (Decimal): pairs a float cannot tell apart (equal in
+    their first 17 digits) must keep their order, negative and in exponent form too.
+    """
+    from decimal import Decimal
+
     from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
     from shardmodel.engine.merge import dynamodb_sort_key
 
     number = NumberAttribute(attr_name="n")
     values = ["5", "-3", "10", "2.5", "1e3", "007", "-0.5", "1" * 38, "99999999999999999999.5"]
+    values += ["12345678901234567890.2", "12345678901234567890.1", "1" * 37 + "2"]
+    values += ["-12345678901234567890.2", "-1.23456789012345678901E+19", "9" * 17 + "8E-40"]
+    values += ["9" * 17 + "7E-40", "-" + "1" * 37 + "0", "-" + "1" * 37 + "1"]
+    assert len({Decimal(v) for v in values}) == len(values)  # one order only
     key = dynamodb_sort_key(number)
     ordered = sorted(values, key=lambda v: key({"n": {"N": v}}))
-    assert ordered == sorted(values, key=float)
+    assert ordered == sorted(values, key=Decimal)
+    assert sorted(values, key=float) != sorted(values, key=Decimal)  # floats would not do
     text = dynamodb_sort_key(UnicodeAttribute(attr_name="s"))
     words = ["z", "é", "a", "\U0001f600", "\uffff"]
     assert sorted(words, key=lambda w: text({"s": {"S": w}})) == sorted(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -26,9 +28,10 @@ from shardmodel import (
     TimeBuckets,
     TimeSeriesModel,
 )
+from shardmodel.errors import QueryValidationError
 from shardmodel.timeseries import series_time_text
 from tests.models import SeriesReading
-from tests.support import raw_items
+from tests.support import raw_items, sent_requests
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -378,3 +381,186 @@ def test_bad_declarations_are_refused_at_definition() -> None:
         )
     with pytest.raises(ShardConfigurationError, match="one BucketKeyAttribute"):
         declare(sk=sk)
+
+
+# -- the edges: what Model.query refuses, series refuse too ----------------------------
+
+
+def test_a_twelve_hour_bucket_format_is_refused_at_definition() -> None:
+    """``%Y-%m-%dT%I`` labels 01:00 and 13:00 alike: a range over both read the partition
+    twice (9 readings for 5). The class is refused when defined."""
+    sk = SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK")
+    with pytest.raises(ShardConfigurationError, match="12-hour clock: use %H"):
+        declare(
+            pk=BucketKeyAttribute(
+                strategy=[HashShards(4, on="sensor_id"), TimeBuckets("timestamp", "%Y-%m-%dT%I")]
+            ),
+            sk=sk,
+        )
+
+
+WINDOW = (AT, AT + timedelta(hours=2))
+
+
+def _series_reads(**options: Any) -> list[Callable[[], Any]]:
+    """query_series and latest with ``options``, each run to its end."""
+    return [
+        lambda: list(SeriesReading.query_series(SENSOR, *WINDOW, **options)),
+        lambda: list(SeriesReading.latest(SENSOR, hours=2, now=WINDOW[1], **options)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"limit": -1}, "Value -1 at 'limit' failed to satisfy constraint: Member must have"),
+        ({"limit": 2.5}, "Value 2.5 at 'limit' failed to satisfy constraint: Member must be an"),
+        ({"limit": True}, "Value True at 'limit' failed"),
+        ({"limit": "3"}, "Value '3' at 'limit' failed to satisfy constraint: Member must be an "),
+        ({"page_size": 0}, "Value 0 at 'page_size' failed to satisfy constraint: Member must have"),
+        ({"page_size": 2.0}, "Value 2.0 at 'page_size' failed"),
+        ({"scan_index_forward": "no"}, "Value 'no' at 'scan_index_forward' failed"),
+        ({"scan_index_forward": 0}, "Value 0 at 'scan_index_forward' failed"),
+        ({"consistent_read": "yes"}, "Value 'yes' at 'consistent_read' failed"),
+        (
+            {"filter_condition": SeriesReading.pk == "7#2023-10-27T15"},
+            "non-primary key attributes: Primary key attribute: PK; SeriesReading.query_series",
+        ),
+        ({"filter_condition": SeriesReading.sk.startswith("s")}, "Primary key attribute: SK"),
+    ],
+)
+def test_series_reads_refuse_what_a_query_refuses_before_sending(
+    options: dict[str, Any], message: str
+) -> None:
+    """Limits and page sizes that are not positive ints, flags that are not bools and
+    filters on the keys are refused as Model.query refuses them (DynamoDB's
+    ValidationException, as a QueryValidationError), before any request: no more
+    ``limit=-1`` returning [], ``limit=2.5`` three items or ``page_size=0`` an IndexError."""
+    for n in range(3):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
+    with sent_requests(SeriesReading) as sent:
+        for read in _series_reads(**options):
+            with pytest.raises(QueryValidationError) as raised:
+                read()
+            assert message in str(raised.value)
+            assert raised.value.cause_response_code == "ValidationException"
+    assert sent == []
+
+
+def test_count_series_refuses_a_filter_on_the_keys_and_a_non_bool_flag() -> None:
+    """count_series checks its filter and consistent_read as query_series does."""
+    with sent_requests(SeriesReading) as sent:
+        with pytest.raises(QueryValidationError, match="Primary key attribute: SK; Series"):
+            SeriesReading.count_series(SENSOR, *WINDOW, filter_condition=SeriesReading.sk > "")
+        with pytest.raises(QueryValidationError, match="at 'consistent_read'"):
+            SeriesReading.count_series(SENSOR, *WINDOW, consistent_read=1)
+    assert sent == []
+
+
+def test_a_range_at_the_end_of_the_year_9999_reads_its_readings() -> None:
+    """The last hours datetime can hold are read like any others (an OverflowError from
+    stepping past the year 9999 before), and count the same."""
+    last = datetime(9999, 12, 31, 23, 30, tzinfo=UTC)
+    SeriesReading(sensor_id=SENSOR, timestamp=last, value=1).save()
+    end = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    start = end - timedelta(hours=3)
+    assert [r.timestamp for r in SeriesReading.query_series(SENSOR, start, end)] == [last]
+    assert SeriesReading.count_series(SENSOR, start, end) == 1
+    assert [r.value for r in SeriesReading.latest(SENSOR, hours=2, now=end)] == [1]
+
+
+def test_a_window_reaching_before_the_year_one_is_refused_before_sending() -> None:
+    """latest(hours=10**8) would start before the year 1: a ShardKeyError naming hours,
+    not an OverflowError."""
+    with sent_requests(SeriesReading) as sent:
+        with pytest.raises(ShardKeyError) as raised:
+            SeriesReading.latest(SENSOR, hours=10**8, now=AT)
+    assert str(raised.value) == (
+        "SeriesReading.latest(hours=100000000): the window would start before the year 1; "
+        "give fewer hours"
+    )
+    assert sent == []
+
+
+@pytest.mark.parametrize(
+    "time", [Decimal("sNaN"), Decimal("NaN"), float("nan"), float("inf"), Decimal("-Infinity")]
+)
+def test_times_that_are_no_number_are_refused_by_name(time: Any) -> None:
+    """A signaling NaN (float() of it raises ValueError), NaN or an infinity is no time:
+    a ShardKeyError naming the argument, on save and on read."""
+    with pytest.raises(ShardKeyError) as raised:
+        list(SeriesReading.query_series(SENSOR, time, AT))
+    assert str(raised.value) == (
+        f"SeriesReading.query_series(start): {time!r} is not a time; pass finite epoch "
+        "seconds or a datetime"
+    )
+    with pytest.raises(ShardKeyError, match=r"^SeriesReading.timestamp: .* is not a time"):
+        SeriesReading(sensor_id=SENSOR, timestamp=time, value=1).save()
+    assert raw_items(SeriesReading) == []
+
+
+def _payload(token: str) -> dict[str, Any]:
+    body = token.split(".")[0]
+    data: dict[str, Any] = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    return data
+
+
+def _signed(data: dict[str, Any]) -> str:
+    """A payload signed as the model signs it (no cursor_secret: a SHA-256 checksum)."""
+    raw = json.dumps(data).encode("utf-8")
+    body = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return f"{body}.{hashlib.sha256(raw).hexdigest()[:32]}"
+
+
+def test_a_series_cursor_resumes_only_its_own_range_and_filter() -> None:
+    """The cursor records the range (and filter): resuming another range over the same
+    partitions is refused, where it was accepted and skipped or repeated readings."""
+    for n in range(8):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
+    page = SeriesReading.query_series(SENSOR, AT, AT + timedelta(minutes=50), limit=3)
+    assert [r.value for r in page] == [0, 1, 2]
+    cursor = page.last_evaluated_key
+    with sent_requests(SeriesReading) as sent:
+        for start, end, options in [
+            (AT + timedelta(minutes=4), AT + timedelta(minutes=50), {}),
+            (AT, AT + timedelta(minutes=40), {}),
+            (AT, AT + timedelta(minutes=50), {"filter_condition": SeriesReading.value > 4}),
+        ]:
+            with pytest.raises(CursorError, match="taken with other conditions"):
+                SeriesReading.query_series(SENSOR, start, end, last_evaluated_key=cursor, **options)
+    assert sent == []
+    rest = SeriesReading.query_series(
+        SENSOR, AT, AT + timedelta(minutes=50), last_evaluated_key=cursor
+    )
+    assert [r.value for r in rest] == [3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize(
+    ("forge", "problem"),
+    [
+        (lambda s: s.update(PK={"S": "3#2023-10-27T15"}), "is in the partition '3#2023-10-27T15'"),
+        (lambda s: s.update(SK={"N": "5"}), "has 'SK' of type N, the key's type is S"),
+        (lambda s: s.pop("SK"), "names ['PK'], the query's keys are ['PK', 'SK']"),
+        (
+            lambda s: s.update(SK={"S": "sensor-beta-7#2023"}),
+            "does not match the range key predicate",
+        ),
+    ],
+)
+def test_a_forged_series_cursor_is_refused_before_sending(forge: Any, problem: str) -> None:
+    """A cursor edited and signed again (anyone can without Meta.cursor_secret) whose start
+    key DynamoDB would refuse, or that would read another sensor's readings, is refused."""
+    for n in range(4):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
+    page = SeriesReading.query_series(SENSOR, AT, AT + timedelta(minutes=9), limit=2)
+    list(page)
+    data = _payload(str(page.last_evaluated_key))
+    (started,) = [s for s in data["shards"] if s["start"] is not None]
+    forge(started["start"])
+    with sent_requests(SeriesReading) as sent:
+        with pytest.raises(CursorError) as raised:
+            SeriesReading.query_series(
+                SENSOR, AT, AT + timedelta(minutes=9), last_evaluated_key=_signed(data)
+            )
+    assert f"start of shard '7#2023-10-27T15' {problem}" in str(raised.value)
+    assert sent == []
