@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from attrs import evolve, frozen
+from pynamodb.exceptions import TableDoesNotExist
 from pynamodb.models import Model
 
 from shardmodel.core.times import Clock, SystemClock
@@ -32,7 +34,8 @@ JOBS = {phase: rules.job for phase, rules in RULES.items() if rules.job is not N
 
 @frozen
 class Estimate:
-    """What a migration will cost, from DescribeTable's (roughly 6-hourly) counts.
+    """What a migration will cost, from DescribeTable's (roughly 6-hourly) counts, or
+    from a sampled scan when those say the table is empty.
 
     Attributes:
         items: the table's item count.
@@ -41,6 +44,7 @@ class Estimate:
         requests: the migration's own requests (scans, copies, checks, deletes).
         read_units: read capacity units they consume.
         write_units: write capacity units they consume.
+        source: where the item count and size came from.
     """
 
     items: int
@@ -49,6 +53,7 @@ class Estimate:
     requests: int
     read_units: float
     write_units: float
+    source: str = "DescribeTable"
 
 
 def moving_fraction(strategy: object, old: int, new: int) -> float:
@@ -57,6 +62,61 @@ def moving_fraction(strategy: object, old: int, new: int) -> float:
         return 0.0 if new >= old else 1 - new / old
     period = math.lcm(old, new)
     return sum(1 for h in range(period) if h % old != h % new) / period
+
+
+#: A sampled estimate's pages (of up to 1,000 items) per scan, and the segments of the
+#: table the second scan samples one of.
+SAMPLE_PAGES = 5
+SAMPLE_SEGMENTS = 16
+
+
+def item_bytes(raw: Mapping[str, Any]) -> int:
+    """An item's size roughly as DynamoDB counts it: names plus values as text."""
+    total = 0
+    for name, typed in raw.items():
+        value = next(iter(typed.values()))
+        total += len(name.encode()) + len(str(value).encode())
+    return total
+
+
+#: DynamoDB's largest TotalSegments.
+MAX_SEGMENTS = 1_000_000
+
+
+def check_settle(settle_seconds: object) -> None:
+    """A settle time is a finite number of seconds, 0 or more."""
+    if (
+        isinstance(settle_seconds, bool)
+        or not isinstance(settle_seconds, int | float)
+        or not math.isfinite(settle_seconds)
+        or settle_seconds < 0
+    ):
+        raise ShardConfigurationError(
+            f"reshard --settle {settle_seconds!r}: give the seconds between two phases, a "
+            "finite number 0 or more (longer than any process's state cache plus its "
+            "longest write; 30 by default)"
+        )
+
+
+def check_segments(segments: object) -> None:
+    """Scan segments are an int from 1 to DynamoDB's 1,000,000."""
+    if (
+        isinstance(segments, bool)
+        or not isinstance(segments, int)
+        or not 1 <= segments <= MAX_SEGMENTS
+    ):
+        raise ShardConfigurationError(
+            f"reshard --segments {segments!r}: give the number of parallel scan segments, "
+            f"an int from 1 to {MAX_SEGMENTS:,}"
+        )
+
+
+def check_page_size(page_size: object) -> None:
+    """A scan page holds 1 item or more."""
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ShardConfigurationError(
+            f"reshard --page-size {page_size!r}: give the items per scan page, an int of 1 or more"
+        )
 
 
 class Reshard:
@@ -118,10 +178,9 @@ class Reshard:
                     "alone, and an item moved from shard s and one born on s mod "
                     f"{to} look alike there; keep the count, or grow instead"
                 )
-        if segments < 1 or settle_seconds < 0:
-            raise ShardConfigurationError(
-                "reshard: --segments must be at least 1 and the settle time 0 or more seconds"
-            )
+        check_settle(settle_seconds)
+        check_segments(segments)
+        self.check_table()  # before the state table exists: a typo leaves nothing behind
         self.store.ensure_table()
         if self.status() is not None:
             raise MigrationConflictError(
@@ -137,6 +196,34 @@ class Reshard:
             segments=segments,
         )
         return self.store.write(state)
+
+    def check_table(self) -> None:
+        """The main table exists and its key schema is the model's.
+
+        Raises:
+            ShardConfigurationError: naming the table, the endpoint and what differs.
+        """
+        model = self.model
+        table = model.Meta.table_name
+        where = getattr(model.Meta, "host", None) or f"region {model.Meta.region}"
+        try:
+            described = model._get_connection().describe_table()
+        except TableDoesNotExist:
+            raise ShardConfigurationError(
+                f"reshard {model.__name__}: table {table!r} does not exist at {where}; "
+                "check Meta.table_name and --host (nothing was written)"
+            ) from None
+        schema = {k["KeyType"]: k["AttributeName"] for k in described.get("KeySchema", [])}
+        range_attr = model._range_key_attribute()  # type: ignore[no-untyped-call]
+        expected = {"HASH": sharding_of(model).key().attr_name}
+        if range_attr is not None:
+            expected["RANGE"] = range_attr.attr_name
+        if schema != expected:
+            raise ShardConfigurationError(
+                f"reshard {model.__name__}: table {table!r} has the key schema {schema}, but "
+                f"the model declares {expected}; is this the model of that table? (nothing "
+                "was written)"
+            )
 
     def settle_left(self, state: MigrationState) -> float:
         """Seconds until the next phase may start (every process has seen this one)."""
@@ -178,6 +265,7 @@ class Reshard:
         fault: Callable[[str], None] | None = None,
     ) -> list[SegmentProgress]:
         """Run the current phase's job: one segment, or every unfinished one in turn."""
+        check_page_size(page_size)
         sleep = self.clock.sleep
         migration = self.watch.refresh()
         if migration is None:
@@ -195,11 +283,14 @@ class Reshard:
                 f"{left:.0f}s more (settle_seconds) so no process is in phase drain"
             )
         total = migration.state.segments
-        chosen = range(total) if segment is None else [segment]
-        if segment is not None and not 0 <= segment < total:
+        if segment is not None and (
+            isinstance(segment, bool) or not isinstance(segment, int) or not 0 <= segment < total
+        ):
             raise ShardConfigurationError(
-                f"--segment {segment}: the migration scans {total} segments; give 0..{total - 1}"
+                f"--segment {segment!r}: the migration scans {total} segments; give an int "
+                f"0..{total - 1}"
             )
+        chosen = range(total) if segment is None else [segment]
         return [
             ScanJob(
                 self.model, migration, self.store, job, i, page_size, progress, fault, sleep
@@ -264,6 +355,9 @@ class Reshard:
         table = self.model._get_connection().describe_table()
         items = int(table.get("ItemCount", 0))
         size = int(table.get("TableSizeBytes", 0))
+        source = "DescribeTable (refreshed about every six hours)"
+        if items == 0:  # new, or not yet counted: look
+            items, size, source = self._sampled()
         avg = size / items if items else 0.0
         numbered = layout.strategies[numbered_position(name, layout)]
         moving = round(items * moving_fraction(numbered, old, to))
@@ -279,6 +373,39 @@ class Reshard:
             requests=3 * pages + 7 * moving,
             read_units=scan_units + 2 * moving * read_unit,
             write_units=5 * moving * write_unit,
+            source=source,
+        )
+
+    def _sampled(self) -> tuple[int, int, str]:
+        """Items and bytes from scanning: the whole table if it is small, else one of
+        :data:`SAMPLE_SEGMENTS` parallel-scan segments, scaled up."""
+        client = self.model._get_connection().connection.client
+        table = self.model.Meta.table_name
+        for segments in (1, SAMPLE_SEGMENTS):
+            items = size = 0
+            start: dict[str, Any] | None = None
+            for _ in range(SAMPLE_PAGES):
+                request: dict[str, Any] = {"TableName": table, "Limit": 1000}
+                if segments > 1:
+                    request.update(Segment=0, TotalSegments=segments)
+                if start is not None:
+                    request["ExclusiveStartKey"] = start
+                page = client.scan(**request)
+                items += len(page.get("Items", []))
+                size += sum(item_bytes(raw) for raw in page.get("Items", []))
+                start = page.get("LastEvaluatedKey")
+                if start is None:
+                    if segments == 1:
+                        return items, size, "a scan of the whole table (DescribeTable said 0)"
+                    return (
+                        items * segments,
+                        size * segments,
+                        f"a sampled scan of 1/{segments} of the table (DescribeTable said 0)",
+                    )
+        return (
+            items * SAMPLE_SEGMENTS,
+            size * SAMPLE_SEGMENTS,
+            f"at least: a sampled scan of part of 1/{SAMPLE_SEGMENTS} of the table",
         )
 
     def plan(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> str:
@@ -301,7 +428,8 @@ class Reshard:
             "code, then reshard --finish",
             "",
             f"estimate: ~{cost.requests:,} requests, {cost.read_units:,.0f} RCU, "
-            f"{cost.write_units:,.0f} WCU (items of ~{cost.avg_item_bytes:,.0f} bytes); "
+            f"{cost.write_units:,.0f} WCU (items of ~{cost.avg_item_bytes:,.0f} bytes, from "
+            f"{cost.source}); "
             "a write to a new key first fences its old key (one more conditional put), and "
             f"reads cover {max(old, to)} shards until drain",
             f"shortest duration: {7 * settle_seconds:g}s of settling plus the three scans",

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from shardmodel.migration import Phase, Reshard, follow, unfollow
+from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, create_tables, drop_tables, dynalite_server
 from tests.integration.conftest import CREDENTIALS, DYNALITE
@@ -27,6 +27,7 @@ from tests.migration_models import (
     Views,
     WideClick,
     WideReading,
+    redeployed,
 )
 
 KEYS = ("a", "b", "c")
@@ -396,8 +397,9 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     assert phases == list(Phase)
     assert len(pages) > 10
     unfollow(model)  # the code now declares the new count: read with the new layout only
-    operator = Reshard(model)
-    operator.finish()
+    with pytest.raises(MigrationConflictError, match=f"deploy the code that declares {to}"):
+        Reshard(model).finish()
+    Reshard(redeployed(model, to)).finish()
     client = model._get_connection().connection.client
     raw = client.scan(TableName=model.Meta.table_name, ConsistentRead=True)["Items"]
     for item in raw:

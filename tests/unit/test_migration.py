@@ -570,6 +570,110 @@ def test_bad_requests_are_refused_before_anything_is_written(
         redeclared.get("k", 1)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"to": 0}, "between 1 and"),
+        ({"to": 10**6}, "between 1 and"),
+        ({"to": True}, "between 1 and"),
+        ({"to": "32"}, "between 1 and"),
+        ({"to": 32.0}, "between 1 and"),
+        ({"to": 32, "settle_seconds": float("nan")}, "--settle nan"),
+        ({"to": 32, "settle_seconds": float("inf")}, "--settle inf"),
+        ({"to": 32, "settle_seconds": -1}, "--settle -1"),
+        ({"to": 32, "settle_seconds": "30"}, "--settle '30'"),
+        ({"to": 32, "segments": 0}, "--segments 0"),
+        ({"to": 32, "segments": "2"}, "--segments '2'"),
+        ({"to": 32, "segments": 2.0}, "--segments 2.0"),
+        ({"to": 32, "segments": 10**7}, "--segments 10000000"),
+    ],
+)
+def test_every_argument_is_checked_before_any_state_is_written(
+    migration_tables: SimulatedClock, arguments: dict[str, Any], message: str
+) -> None:
+    """A bad argument names itself and the fix, and leaves no state table behind."""
+    tables = Reading._get_connection().connection.client.list_tables()["TableNames"]
+    with pytest.raises(ShardConfigurationError, match=re.escape(message)):
+        Reshard(Reading, clock=migration_tables).start(**arguments)
+    assert Reading._get_connection().connection.client.list_tables()["TableNames"] == tables
+
+
+def test_a_missing_table_or_another_key_schema_is_refused_before_any_state_is_written(
+    migration_tables: SimulatedClock,
+) -> None:
+    """A typo in the table name or a model of another table writes nothing."""
+    client = Reading._get_connection().connection.client
+    before = client.list_tables()["TableNames"]
+    missing = redeployed(Reading, 16)
+    missing.Meta.table_name = "no-such-table"
+    with pytest.raises(ShardConfigurationError, match="'no-such-table' does not exist"):
+        Reshard(missing, clock=migration_tables).start(32)
+    other = redeployed(Reading, 16)
+    client.create_table(
+        TableName="reshard-other-schema",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    other.Meta.table_name = "reshard-other-schema"
+    with pytest.raises(ShardConfigurationError, match=r"key schema \{'HASH': 'id'\}"):
+        Reshard(other, clock=migration_tables).start(32)
+    client.delete_table(TableName="reshard-other-schema")
+    assert client.list_tables()["TableNames"] == before  # no <table>-reshard anywhere
+
+
+def test_a_job_refuses_a_bad_page_size_or_segment(migration_tables: SimulatedClock) -> None:
+    operator = Reshard(Reading, clock=migration_tables)
+    operator.start(32, settle_seconds=0, segments=2)
+    operator.advance()
+    operator.advance()  # backfill
+    for page_size in (0, -1, 2.5, "10", True):
+        with pytest.raises(ShardConfigurationError, match="--page-size"):
+            operator.run_job(page_size=page_size)  # type: ignore[arg-type]
+    for segment in (2, -1, "1", True):
+        with pytest.raises(ShardConfigurationError, match="--segment"):
+            operator.run_job(segment=segment)  # type: ignore[arg-type]
+    assert [p.scanned for p in operator.job_progress(operator.status())] == [0, 0]  # type: ignore[arg-type]
+
+
+def test_an_empty_describe_table_count_is_replaced_by_a_scan_that_says_so(
+    migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DescribeTable counts about every six hours: a new table says 0 items."""
+    for seq in range(30):
+        Reading(sensor="k", seq=seq, value="v" * 50).save()
+    operator = Reshard(Reading, clock=migration_tables)
+    described = Reading._get_connection().describe_table()
+    assert operator.estimate(32).source.startswith("DescribeTable")
+    monkeypatch.setattr(
+        Reading._get_connection(),
+        "describe_table",
+        lambda: {**described, "ItemCount": 0, "TableSizeBytes": 0},
+    )
+    sampled = operator.estimate(32)
+    assert (sampled.items, sampled.source) == (
+        30,
+        "a scan of the whole table (DescribeTable said 0)",
+    )
+    assert 50 < sampled.avg_item_bytes < 120
+    assert "from a scan of the whole table (DescribeTable said 0)" in operator.plan(32)
+    monkeypatch.setattr("shardmodel.migration.reshard.SAMPLE_PAGES", 1)
+    monkeypatch.setattr(Reading._get_connection().connection.client, "scan", _small_pages(Reading))
+    partial = operator.estimate(32)  # 10 items, then segment 0 of 16 in one page
+    assert partial.source == "a sampled scan of 1/16 of the table (DescribeTable said 0)"
+    assert partial.items % 16 == 0
+
+
+def _small_pages(model: Any) -> Any:
+    """The client's scan with pages of 10 items: the whole-table scan runs out of pages."""
+    original = model._get_connection().connection.client.scan
+
+    def scan(**request: Any) -> Any:
+        return original(**{**request, "Limit": 10})
+
+    return scan
+
+
 def test_a_racing_operator_loses_cleanly(migration_tables: SimulatedClock) -> None:
     clock = migration_tables
     first, second = Reshard(Reading, clock=clock), Reshard(Reading, clock=clock)
