@@ -14,7 +14,9 @@ import csv
 import itertools
 import sys
 
+from shardmodel.cli.arguments import whole
 from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
+from shardmodel.keyspace.strategies import MAX_SHARDS
 from shardmodel.ordered_sample import (
     BoundaryReport,
     SampleColumnError,
@@ -52,10 +54,6 @@ def format_report(report: BoundaryReport) -> str:
 
 def run_boundaries(args: argparse.Namespace) -> int:
     """The ``boundaries`` command."""
-    if args.shards < 1:
-        raise CommandError("--shards must be at least 1")
-    if args.prefix < 1:
-        raise CommandError("--prefix must be at least 1")
     try:
         chunks = read_chunks(args.file, args.column, args.delimiter, progress=sys.stderr)
         values = itertools.chain.from_iterable(chunks)
@@ -80,9 +78,19 @@ def add_boundaries_parser(commands: Subparsers) -> None:
         run_boundaries,
     )
     parser.add_argument("file", help="a text file (one value a line) or a CSV/TSV file")
-    parser.add_argument("--shards", type=int, required=True, help="the number of shards")
+    parser.add_argument(
+        "--shards",
+        type=whole(1, MAX_SHARDS, "the most shards OrderedShards takes"),
+        required=True,
+        help="the number of shards",
+    )
     parser.add_argument("--column", help="the CSV/TSV column: 0-based index or header name")
-    parser.add_argument("--prefix", type=int, default=20, help="boundary length in characters")
+    parser.add_argument(
+        "--prefix",
+        type=whole(1, 1024, "DynamoDB's 1,024-byte sort key"),
+        default=20,
+        help="boundary length in characters",
+    )
     parser.add_argument(
         "--delimiter",
         help="the column delimiter, e.g. TAB or ','; by the file's extension when left out",

@@ -10,10 +10,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shardmodel.cli.arguments import endpoint, load_model, non_negative, positive_int
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command, one_line
+from shardmodel.capacity import PARTITION_WCU
+from shardmodel.cli.arguments import endpoint, load_model, number, whole
+from shardmodel.cli.registry import (
+    Subparsers,
+    UsageError,
+    add_command,
+    command,
+    one_line,
+)
 from shardmodel.core.terminal import progress, table
 from shardmodel.engine import sharding_of
+from shardmodel.errors import ShardModelError
 
 
 @command
@@ -25,11 +33,18 @@ def _hot_command(commands: Subparsers) -> None:
         _hot,
     )
     hot.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
-    hot.add_argument("--minutes", type=positive_int, default=15, help="the window")
-    hot.add_argument("--top", type=positive_int, default=10, help="hot keys to list")
+    hot.add_argument(
+        "--minutes",
+        type=whole(1, 24 * 60, "a stream keeps 24 hours of records"),
+        default=15,
+        help="the window",
+    )
+    hot.add_argument(
+        "--top", type=whole(1, 1000, "a screenful of keys"), default=10, help="hot keys to list"
+    )
     hot.add_argument(
         "--partition-wcu",
-        type=non_negative,
+        type=number(0, PARTITION_WCU, "a partition's 1,000 WCU", above_low=True),
         help="write units a second one partition accepts (default: 1,000 on-demand; a "
         "provisioned table's WCU over its initial partition count)",
     )
@@ -37,7 +52,10 @@ def _hot_command(commands: Subparsers) -> None:
         "--grow", action="store_true", help="grow hot DynamicShards keys to what they need"
     )
     hot.add_argument(
-        "--max-calls", type=positive_int, default=100, help="most stream requests to send"
+        "--max-calls",
+        type=whole(1, 100_000, "requests a stream read may send"),
+        default=100,
+        help="most stream requests to send",
     )
     hot.add_argument(
         "--host", type=endpoint, help="the endpoint of every service (default: AWS, Meta.host)"
@@ -81,13 +99,15 @@ def _hot(args: argparse.Namespace) -> int:
 
     from shardmodel.ops import HotKeyTracker, read_stream, throttle_report
 
-    if args.partition_wcu is not None and args.partition_wcu <= 0:
-        raise CommandError("--partition-wcu: give a number above 0")
     model = load_model(args.model, args.host)
-    if sharding_of(model).spec.table_key() is None:
-        raise CommandError(f"{args.model} is not a ShardedModel with a sharded partition key")
-    if args.grow and sharding_of(model).directory is None:
-        raise CommandError(f"--grow: {args.model} has no DynamicShards key to grow")
+    try:
+        sharding = sharding_of(model)
+    except ShardModelError as error:
+        raise UsageError(f"{args.model} is not a ShardedModel: {error}") from error
+    if sharding.spec.table_key() is None:
+        raise UsageError(f"{args.model} is not a ShardedModel with a sharded partition key")
+    if args.grow and sharding.directory is None:
+        raise UsageError(f"--grow: {args.model} has no DynamicShards key to grow")
     cloudwatch, streams = _clients(model, args.host)
     try:
         with progress("reading CloudWatch"):

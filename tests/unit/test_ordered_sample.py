@@ -93,5 +93,7 @@ def test_bad_input_exits_with_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     empty.write_text("\n\n", encoding="utf-8")
     assert main(["boundaries", str(empty), "--shards", "2"]) == 1
     assert re.search("holds no values", capsys.readouterr().err)
-    assert main(["boundaries", str(empty), "--shards", "0"]) == 1
-    assert re.search("--shards must be at least 1", capsys.readouterr().err)
+    assert main(["boundaries", str(empty), "--shards", "0"]) == 2
+    assert re.search("--shards: 0 is outside 1..1,000", capsys.readouterr().err)
+    assert main(["boundaries", str(empty), "--shards", "100000"]) == 2
+    assert re.search("the most shards OrderedShards takes", capsys.readouterr().err)
