@@ -115,17 +115,20 @@ def read_values(
     column: str | None = None,
     delimiter: str | None = None,
     progress: TextIO | None = None,
+    header: bool = True,
 ) -> Iterator[str]:
     """The values of a sample file: lines of a text file, or a column of a CSV/TSV file.
 
-    ``column`` is a 0-based index or a header name (then the first row is the header);
-    the delimiter follows the extension (``.csv``: comma, ``.tsv``: tab) unless given.
-    Empty values are skipped.
+    ``column`` is a 0-based index or a header name; the delimiter follows the extension
+    (``.csv``: comma, ``.tsv``: tab) unless given. A CSV/TSV file's first row is its
+    header and never a value (``header=False`` for a file without one), so ``column="1"``
+    and the second column's name give the same values. Empty values are skipped.
 
     Raises:
-        SampleColumnError: ``column`` names no column of the header.
+        SampleColumnError: ``column`` names no column of the header, or a name is given
+            with ``header=False``.
     """
-    for chunk in read_chunks(path, column, delimiter, progress):
+    for chunk in read_chunks(path, column, delimiter, progress, header):
         yield from chunk
 
 
@@ -138,6 +141,7 @@ def read_chunks(
     column: str | None = None,
     delimiter: str | None = None,
     progress: TextIO | None = None,
+    header: bool = True,
 ) -> Iterator[list[str]]:
     """:func:`read_values` in lists of up to :data:`CHUNK_ROWS` values (faster)."""
     separator = _delimiter(path, delimiter)
@@ -151,7 +155,7 @@ def read_chunks(
                 yield [value for value in chunk if value]
         else:
             reader = csv.reader(handle, delimiter=separator or "\t", strict=False)
-            position, rows = _column(reader, column, path)
+            position, rows = _column(reader, column, path, header)
             while rows_chunk := list(itertools.islice(rows, CHUNK_ROWS)):
                 count = _counted(meter, count, len(rows_chunk))
                 yield [row[position] for row in rows_chunk if len(row) > position and row[position]]
@@ -166,15 +170,22 @@ def _counted(meter: _Progress | None, count: int, more: int) -> int:
     return total
 
 
-def _column(reader: Iterator[list[str]], column: str | None, path: str) -> tuple[int, Any]:
+def _column(
+    reader: Iterator[list[str]], column: str | None, path: str, header: bool
+) -> tuple[int, Any]:
+    """The column's position, and the rows after the header (when the file has one)."""
+    if column is not None and not column.isdigit() and not header:
+        raise SampleColumnError(
+            f"column {column!r} is a name, but the file has no header; give a 0-based index"
+        )
+    names = next(reader, []) if header else []
     if column is None:
         return 0, reader
     if column.isdigit():
         return int(column), reader
-    header = next(reader, [])
-    if column not in header:
+    if column not in names:
         raise SampleColumnError(
             f"{path} has no column {column!r}; its header is "
-            f"{header[:10]}; give a header name or a 0-based index"
+            f"{names[:10]}; give a header name or a 0-based index"
         )
-    return header.index(column), reader
+    return names.index(column), reader

@@ -15,7 +15,7 @@ import itertools
 import sys
 
 from shardmodel.cli.arguments import whole
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
+from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
 from shardmodel.keyspace.strategies import MAX_SHARDS
 from shardmodel.ordered_sample import (
     BoundaryReport,
@@ -55,13 +55,15 @@ def format_report(report: BoundaryReport) -> str:
 def run_boundaries(args: argparse.Namespace) -> int:
     """The ``boundaries`` command."""
     try:
-        chunks = read_chunks(args.file, args.column, args.delimiter, progress=sys.stderr)
+        chunks = read_chunks(
+            args.file, args.column, args.delimiter, progress=sys.stderr, header=args.header
+        )
         values = itertools.chain.from_iterable(chunks)
         report = boundary_report(values, args.shards, args.prefix)
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise CommandError(f"cannot read {args.file}: {error}") from None
     except SampleColumnError as error:
-        raise CommandError(str(error)) from error
+        raise UsageError(f"--column: {error}") from error
     if not report.values:
         raise CommandError(f"{args.file} holds no values")
     print(format_report(report))
@@ -94,4 +96,10 @@ def add_boundaries_parser(commands: Subparsers) -> None:
     parser.add_argument(
         "--delimiter",
         help="the column delimiter, e.g. TAB or ','; by the file's extension when left out",
+    )
+    parser.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="the CSV/TSV file has no header row (by default its first row names the columns)",
     )
