@@ -43,7 +43,7 @@ def test_version_and_help_list_every_command(capsys: Capture) -> None:
     assert capsys.readouterr().out.strip() == f"shardmodel {__version__}"
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("demo", "shards", "plan", "hot", "boundaries", "reshard"):
+    for name in ("demo", "shards", "plan", "prewarm", "hot", "boundaries", "reshard"):
         assert name in out
 
 
@@ -56,7 +56,7 @@ def test_help_lists_the_commands_in_their_order_and_the_public_names_stay(
     for name in ("COMMANDS", "CommandError", "add_command", "command", "load_model", "main"):
         assert hasattr(cli, name)
     assert main(["--help"]) == 0
-    assert "{demo,shards,plan,hot,boundaries,reshard}" in capsys.readouterr().out
+    assert "{demo,shards,plan,prewarm,hot,boundaries,reshard}" in capsys.readouterr().out
 
 
 def test_boundaries_and_reshard_help_show_defaults(capsys: Capture) -> None:
