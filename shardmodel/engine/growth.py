@@ -35,9 +35,11 @@ from shardmodel.retry import (
 from shardmodel.throttles import CloudWatchCapacity, ThrottleScope, throttle_scope
 
 __all__ = [
+    "FIVE_XX_SHARDS",
     "directory_of",
     "grow_shards",
     "grown_keys",
+    "is_capacity_5xx",
     "save_growing",
     "shard_metadata",
     "shrink_shards",
@@ -47,6 +49,19 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+#: An on-demand table answers a traffic jump with ``InternalServerError`` (and its kin)
+#: while it adapts: such an error grows a dynamic key like a partition throttle, but only
+#: up to this many shards (16,000 WCU a second), so that a real server fault, which
+#: answers the same way, does not grow a key without end.
+FIVE_XX_SHARDS = 16
+
+
+def is_capacity_5xx(error: BaseException) -> bool:
+    """An on-demand capacity 5xx: ``InternalServerError``, ``ServiceUnavailable``..."""
+    cause = getattr(error, "cause", None) or error
+    response = getattr(cause, "response", None) or {}
+    return response.get("Error", {}).get("Code") in TRANSIENT_CODES
 
 
 def directory_of(model: type[Any]) -> ShardDirectory:
@@ -188,16 +203,18 @@ def growing(
             except PynamoDBException as error:
                 failure: PynamoDBException = error
         scope = throttle_scope_of(model, failure)  # outside the log: it may call the table
-        if scope is None:
+        capacity_5xx = scope is None and is_capacity_5xx(failure)
+        if scope is None and not capacity_5xx:
             raise failure
         move = move and surely_unapplied(kinds)  # once maybe applied, stay on that key
         if not move and not resend_unknown:
             raise failure
-        if move and scope == "partition":
+        if scope == "partition" or (capacity_5xx and seen.number_of_shards < FIVE_XX_SHARDS):
+            # a 5xx may have been applied: the key grows, but this write stays put
             grown = directory.grow(logical, seen)
             more = grown.number_of_shards > seen.number_of_shards
             seen = grown
-            if more:
+            if more and move:
                 continue  # a bigger space: retry at once
         if next(waits, None) is None:
             raise failure
