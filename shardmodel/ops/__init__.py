@@ -1,6 +1,6 @@
 """Operating a sharded table: hot keys, throttle reports, the table throttle policy, prewarming."""
 
-from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, read_stream
+from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, HotPartition, read_stream
 from shardmodel.ops.policy import PolicyAction, TableThrottlePolicy
 from shardmodel.ops.prewarm import PrewarmPlan, WarmChange, prewarm, warm_units
 from shardmodel.ops.report import CapacityRow, ThrottleReport, throttle_report
@@ -9,6 +9,7 @@ __all__ = [
     "CapacityRow",
     "HotKey",
     "HotKeyTracker",
+    "HotPartition",
     "PolicyAction",
     "PrewarmPlan",
     "TableThrottlePolicy",

@@ -116,10 +116,13 @@ def test_hot_on_a_server(
         )
     for n in range(12):
         DynamicEvent("busy", n).save()
-    assert main(["hot", "tests.models:DynamicEvent", "--host", url, "--minutes", "5"]) == 0
-    out = capsys.readouterr().out
+    code = main(["hot", "tests.models:DynamicEvent", "--host", url, "--minutes", "5"])
+    out, err = capsys.readouterr()
     if backend == "moto":
+        assert code == 0
         assert "no throttling" in out and "hot keys: 12 writes read from the stream" in out
         assert any(line.split()[:2] == ["busy", "12"] for line in out.splitlines())
-    else:  # dynalite serves neither CloudWatch nor streams
-        assert "CloudWatch report unavailable" in out and "has no stream" in out
+    else:  # dynalite serves neither CloudWatch nor streams: one line, exit code 1
+        assert code == 1 and "throttles: CloudWatch unavailable" in out
+        assert err.count("\n") == 1
+        assert "CloudWatch unavailable" in err and "has no stream" in err

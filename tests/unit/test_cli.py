@@ -457,17 +457,63 @@ def test_hot_prints_the_throttle_report_and_the_hot_keys(capsys: Capture) -> Non
     assert write_row.split()[2:4] == ["7", "0.2"]  # 7 throttles, 60 WCU over 5 minutes
     assert "hot keys: 31 writes read from the stream, last 5 min" in out
     hot = next(line for line in lines if line.startswith("hot  "))
-    assert hot.split()[:4] == ["hot", "30", "0.1", "3"]
-    assert hot.split()[4] == "111%"  # 0.1 WCU/s over 3 shards of 0.03
+    assert hot.split()[:3] == ["hot", "30", "0.1"] and hot.split()[4] == "3"
+    assert float(hot.split()[3]) >= 10  # the peak: 30 writes in a second or two (real time)
+    assert hot.split()[5] == "111%"  # 0.1 WCU/s over 3 shards of 0.03
     assert "grew 'hot' to 5 shards" in out and "grew 'cold'" not in out  # 80% headroom
     assert DynamicEvent.shard_metadata("hot").number_of_shards == 5  # type: ignore[union-attr]
 
 
 @pytest.mark.usefixtures("tables")
-def test_hot_without_a_stream_says_how_to_get_one(capsys: Capture) -> None:
-    assert main(["hot", "tests.models:RandomEvent"]) == 0
+def test_hot_without_a_stream_says_how_to_get_one_and_fails(capsys: Capture) -> None:
+    """The report still prints; the missing source is the one-line error, exit code 1."""
+    assert main(["hot", "tests.models:RandomEvent"]) == 1
+    captured = capsys.readouterr()
+    assert "no throttling" in captured.out
+    assert captured.err.count("\n") == 1 and "has no stream; enable one" in captured.err
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_without_cloudwatch_says_why_in_one_line_and_fails(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    import shardmodel.ops
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "GetMetricData")
+
+    monkeypatch.setattr(shardmodel.ops, "throttle_report", refuse)
+    _enable_stream("random-events")
+    assert main(["hot", "tests.models:RandomEvent"]) == 1
+    captured = capsys.readouterr()
+    assert "hot keys: 0 writes read from the stream" in captured.out
+    assert captured.err.count("\n") == 1
+    assert "error: CloudWatch unavailable: ClientError: An error occurred (AccessDenied)" in (
+        captured.err
+    )
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_shows_a_time_series_models_hot_sensor_and_bucket(capsys: Capture) -> None:
+    from datetime import datetime, timezone
+
+    from tests.models import SeriesReading
+
+    _enable_stream("series-readings")
+    at = datetime(2023, 10, 27, 15, tzinfo=timezone.utc)
+    for n in range(20):
+        SeriesReading(sensor_id="sensor-hot", timestamp=at.replace(second=n)).save()
+    SeriesReading(sensor_id="sensor-cold", timestamp=at).save()
+    args = ["hot", "tests.models:SeriesReading", "--partition-wcu", "0.01"]
+    assert main(args) == 0
     out = capsys.readouterr().out
-    assert "no throttling" in out and "has no stream; enable one" in out
+    assert "hot entities: 21 writes read from the stream" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert [r[0] for r in rows if r and r[0].startswith("sensor-")] == ["sensor-hot", "sensor-cold"]
+    bucket = next(r for r in rows if r and r[0].endswith("#2023-10-27T15"))
+    assert bucket[1] in ("20", "21")  # the hot sensor's bucket (the cold one may share it)
 
 
 @pytest.mark.usefixtures("tables")
