@@ -177,9 +177,14 @@ def prewarm(
 
     Args:
         model: the model class; its table must exist.
-        item_bytes, reads_per_second, items_per_read, writes_per_second, consistent,
-            headroom: the event's traffic, as :func:`~shardmodel.capacity.shards_for`
-            takes it (the whole table's, not one key's).
+        item_bytes: the size of one item, as :func:`~shardmodel.capacity.shards_for`
+            takes it; so are the event's traffic arguments below (the whole table's,
+            not one key's).
+        reads_per_second: Queries a second.
+        items_per_read: items one Query reads.
+        writes_per_second: items written a second.
+        consistent: True when the Queries are strongly consistent.
+        headroom: capacity kept over the event's rate (2x by default).
         indexes: also warm every global secondary index (to the same targets).
         max_units: the per-table quota of each side (40,000 by default, DynamoDB's).
         dry_run: compute and check, send nothing.
