@@ -273,7 +273,10 @@ class OrderedShards:
         """Boundaries that split a sample of ``on`` values into ``shards`` equal ranges.
 
         Normalize, sort, take every ``ceil(len / shards)``-th value cut to ``prefix``
-        characters; the first boundary is ``''``. When one value fills more than a shard,
+        characters; the first boundary is ``''``. ``values`` may be any iterable of
+        strings, a polars Series or a pyarrow array among them (nulls are skipped); for
+        millions of values, :func:`shardmodel.ordered_sample.boundary_report` sorts a
+        polars Series in polars. When one value fills more than a shard,
         boundaries repeat: they are kept once and a :class:`BoundaryWarning` names the
         values (give them ``overflow=`` sub-shards), so fewer shards come back.
         """
@@ -286,7 +289,9 @@ class OrderedShards:
                 f"OrderedShards.from_sample(prefix={prefix!r}): give the boundary length in "
                 "characters, at least 1 (default 20)"
             )
-        ordered = normalized_all(normalize, values)
+        if hasattr(values, "to_pylist"):  # a pyarrow array: its items are arrow scalars
+            values = values.to_pylist()
+        ordered = normalized_all(normalize, (v for v in values if v is not None))
         ordered.sort()
         cuts = sample_cuts(ordered, shards, prefix, normalize)
         if cuts.repeated:

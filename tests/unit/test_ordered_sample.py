@@ -115,3 +115,30 @@ def test_bad_input_exits_with_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert re.search("--shards: 0 is outside 1..1,000", capsys.readouterr().err)
     assert main(["boundaries", str(empty), "--shards", "100000"]) == 2
     assert re.search("the most shards OrderedShards takes", capsys.readouterr().err)
+
+
+def test_polars_reads_and_sorts_a_column_to_the_same_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Non-ASCII values go through the same normalization; empty values are skipped."""
+    pytest.importorskip("polars")
+    titles = [f"Album {n:03d}" for n in range(300)] + ["Émile", "ÉCOLE", "", "㎁ works"] * 20
+    path = tmp_path / "albums.tsv"
+    path.write_text("id\ttitle\n" + "".join(f"{n}\t{t}\n" for n, t in enumerate(titles)), "utf-8")
+    outputs = []
+    for engine in ("python", "polars"):
+        args = ["boundaries", str(path), "--shards", "7", "--column", "title", "--engine", engine]
+        assert main(args) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and "7 shards over 360 values" in outputs[0]
+    assert main(["boundaries", str(path), "--shards", "7", "--column", "2"]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_from_sample_and_the_report_take_a_polars_series() -> None:
+    polars = pytest.importorskip("polars")
+    titles = [f"Title {n:04d}" for n in range(1000)]
+    series = polars.Series([*titles, None])
+    expected = OrderedShards.from_sample(titles, shards=5).boundaries
+    assert OrderedShards.from_sample(series, shards=5).boundaries == expected
+    assert sample.boundary_report(series, 5).boundaries == expected
