@@ -5,16 +5,26 @@ second and holds 10 GB; a table starts with ``ceil(rcu / 3000 + wcu / 1000)`` pa
 (at least one per 10 GB), and a provisioned table's throughput is divided evenly over
 them. A write costs one unit per started KB; a Query costs one unit per started 4 KB of
 the items it reads together, half of that when eventually consistent.
+
+A plan keeps headroom (:data:`DEFAULT_HEADROOM`, 2x, as the capacity guides advise): shards
+picked at random, or by hashing values, are never loaded exactly evenly, and a count sized
+for the mean throttles on the shards that drew more than their share in a second
+(``RandomShards(10)`` at 10,000 writes a second of 1 WCU throttles hundreds of writes on
+the capacity simulator; ``RandomShards(20)`` none).
 """
 
 from __future__ import annotations
 
 import math
 from numbers import Real
+from typing import Literal
 
 from attrs import frozen
 
 __all__ = [
+    "DEFAULT_HEADROOM",
+    "MAX_HEADROOM",
+    "MAX_ITEM_BYTES",
     "PARTITION_GB",
     "PARTITION_RCU",
     "PARTITION_WCU",
@@ -33,6 +43,13 @@ PARTITION_RCU = 3000
 PARTITION_WCU = 1000
 #: Gigabytes one partition holds.
 PARTITION_GB = 10
+
+#: The capacity a plan keeps over the mean load: 2x, as the capacity guides advise.
+DEFAULT_HEADROOM = 2.0
+#: The largest headroom a plan takes (more is waste, not safety).
+MAX_HEADROOM = 10.0
+#: DynamoDB's limit on one item, attribute names included: 400 KB.
+MAX_ITEM_BYTES = 400 * 1024
 
 _WRITE_UNIT = 1024
 _READ_UNIT = 4096
@@ -105,10 +122,19 @@ def per_partition(rcu: float, wcu: float, partitions: int) -> PartitionCapacity:
     return PartitionCapacity(rcu=reads / partitions, wcu=writes / partitions)
 
 
+def _item_bytes(item_bytes: object) -> float:
+    size = _number("item_bytes", item_bytes, positive=True)
+    if size > MAX_ITEM_BYTES:
+        raise ValueError(
+            f"item_bytes={item_bytes!r}: DynamoDB caps an item at 400 KB "
+            f"({MAX_ITEM_BYTES:,} bytes, attribute names included); give a size up to that"
+        )
+    return size
+
+
 def write_units(item_bytes: int) -> int:
     """Write units one write of an item of ``item_bytes`` costs: one per started KB."""
-    size = _number("item_bytes", item_bytes, positive=True)
-    return _ceil(size / _WRITE_UNIT)
+    return _ceil(_item_bytes(item_bytes) / _WRITE_UNIT)
 
 
 def query_units(item_bytes: int, items_per_read: int = 1, consistent: bool = False) -> float:
@@ -116,10 +142,13 @@ def query_units(item_bytes: int, items_per_read: int = 1, consistent: bool = Fal
 
     The items' summed size rounded up to 4 KB, halved when eventually consistent.
     """
-    size = _number("item_bytes", item_bytes, positive=True)
+    size = _item_bytes(item_bytes)
     items = _number("items_per_read", items_per_read, positive=True)
     units = _ceil(size * items / _READ_UNIT)
     return float(units) if consistent else units / 2
+
+
+Suggestion = Literal["none", "random", "hashed"]
 
 
 @frozen
@@ -129,14 +158,22 @@ class ShardPlan:
     Attributes:
         read_units: read units a second of the key's reads.
         write_units: write units a second of the key's writes.
-        read_shards: partitions the reads need at 3,000 RCU each (at least 1).
-        write_shards: partitions the writes need at 1,000 WCU each (at least 1).
+        read_shards: partitions the reads need at 3,000 RCU each with the headroom (at
+            least 1).
+        write_shards: partitions the writes need at 1,000 WCU each with the headroom (at
+            least 1).
+        headroom: the capacity kept over the mean load (2.0: each shard planned half full).
+        fan_out_units: read units a second *each* shard takes if every Query reads every
+            shard (a Query of the whole logical key under ``RandomShards``): the Queries
+            do not spread, only the items each one reads.
     """
 
     read_units: float
     write_units: float
     read_shards: int
     write_shards: int
+    headroom: float = DEFAULT_HEADROOM
+    fan_out_units: float = 0.0
 
     @property
     def shards(self) -> int:
@@ -148,6 +185,20 @@ class ShardPlan:
         """``"reads"`` or ``"writes"``: the side that sets the count (writes on a tie)."""
         return "reads" if self.read_shards > self.write_shards else "writes"
 
+    @property
+    def suggestion(self) -> Suggestion:
+        """The strategy the plan advises.
+
+        ``"none"``: one partition serves the key. ``"random"``: ``RandomShards(shards)``,
+        when writes bind and Queries of the whole key (every shard each) still fit each
+        shard with the headroom. ``"hashed"``: ``HashShards(shards, on=[...])`` on the
+        attributes the reads fix, so each read touches one shard.
+        """
+        if self.shards == 1:
+            return "none"
+        fits = self.fan_out_units * self.headroom <= PARTITION_RCU * (1 + 1e-9)
+        return "random" if self.binding == "writes" and fits else "hashed"
+
 
 def shards_for(
     item_bytes: int,
@@ -155,20 +206,25 @@ def shards_for(
     items_per_read: int = 1,
     writes_per_second: float = 0,
     consistent: bool = False,
+    headroom: float = DEFAULT_HEADROOM,
 ) -> ShardPlan:
     """The shards one logical key needs for its traffic, with DynamoDB's unit rounding.
 
+    Each side's count is ``ceil(units * headroom / per-partition limit)``.
+
     Args:
-        item_bytes: the size of one item (attribute names included).
+        item_bytes: the size of one item (attribute names included), at most 400 KB.
         reads_per_second: Queries a second of the key.
         items_per_read: items one Query reads.
         writes_per_second: items written a second to the key.
         consistent: True when the Queries are strongly consistent.
+        headroom: capacity kept over the mean load, from 1 (none) to 10; the default 2x
+            is what the capacity guides advise.
 
     >>> from shardmodel.capacity import shards_for
     >>> plan = shards_for(item_bytes=1500, writes_per_second=5000)
-    >>> plan.write_units, plan.write_shards
-    (10000.0, 10)
+    >>> plan.write_units, plan.headroom, plan.write_shards
+    (10000.0, 2.0, 20)
     """
     wcu_each = write_units(item_bytes)
     rcu_each = query_units(item_bytes, items_per_read, consistent)
@@ -176,11 +232,23 @@ def shards_for(
     writes = _number("writes_per_second", writes_per_second)
     if isinstance(consistent, bool) is False:
         raise ValueError(f"consistent={consistent!r}: give True or False")
+    spare = _number("headroom", headroom)
+    if not 1 <= spare <= MAX_HEADROOM:
+        raise ValueError(
+            f"headroom={headroom!r}: give a factor from 1 (none) to {MAX_HEADROOM:g}; "
+            f"{DEFAULT_HEADROOM:g} is what the capacity guides advise"
+        )
     read_total = reads * rcu_each
     write_total = writes * wcu_each
+    read_shards = max(1, _ceil(read_total * spare / PARTITION_RCU))
+    write_shards = max(1, _ceil(write_total * spare / PARTITION_WCU))
+    shards = max(read_shards, write_shards)
+    per_shard_items = math.ceil(_number("items_per_read", items_per_read) / shards)
     return ShardPlan(
         read_units=read_total,
         write_units=write_total,
-        read_shards=max(1, _ceil(read_total / PARTITION_RCU)),
-        write_shards=max(1, _ceil(write_total / PARTITION_WCU)),
+        read_shards=read_shards,
+        write_shards=write_shards,
+        headroom=spare,
+        fan_out_units=reads * query_units(item_bytes, per_shard_items, consistent),
     )

@@ -167,6 +167,14 @@ def attempt_log(fail_fast: bool = False) -> Iterator[list[str]]:
         _log.kinds, _log.fail_fast = previous
 
 
+def failing_fast() -> bool:
+    """True inside an ``attempt_log(fail_fast=True)`` block of this thread.
+
+    Its caller classifies the throttles itself (a dynamic write growing its key).
+    """
+    return bool(getattr(_log, "fail_fast", False))
+
+
 def surely_unapplied(kinds: Sequence[str]) -> bool:
     """True when no attempt in ``kinds`` can have been applied, so resending elsewhere is safe."""
     return all(kind in ("refused", "unsent") for kind in kinds)

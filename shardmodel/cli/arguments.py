@@ -1,5 +1,9 @@
 """What the commands take: argparse types for numbers and endpoints, and models by name.
 
+Every number a command takes is bounded: :func:`whole` and :func:`number` build argparse
+types that refuse a value outside ``[low, high]`` with a message naming the limit, so a
+wild value is a usage error (exit code 2) before anything is read or written.
+
 A model is given on the command line as ``module:Class`` and imported with the current
 directory on the import path (:func:`load_model`), as ``python -m`` would.
 """
@@ -10,36 +14,72 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from shardmodel.cli.registry import CommandError
+from shardmodel.cli.registry import CommandError, UsageError
 
-__all__ = ["endpoint", "load_model", "non_negative", "positive_int"]
+__all__ = ["endpoint", "load_model", "number", "whole"]
 
 
 # -- argument types ----------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an int of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"give a whole number of at least 1, not {text!r}")
-    return value
+def _show(value: float) -> str:
+    """A limit as an operator reads it: ``1,000,000``, ``0.5``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,g}"
 
 
-def non_negative(text: str) -> float:
-    """An argparse type: a number of at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"give a number of at least 0, not {text!r}")
-    return value
+def _range_text(low: float, high: float) -> str:
+    return f"from {_show(low)} to {_show(high)}"
+
+
+def whole(low: int, high: int, limit: str) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``.
+
+    ``limit`` says where ``high`` comes from, e.g. ``"the most shards a strategy takes"``.
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"give a whole number {_range_text(low, high)}, not {text!r}"
+            ) from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"{value:,} is outside {low:,}..{high:,} ({limit}); give a whole number "
+                f"{_range_text(low, high)}"
+            )
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type in its messages
+    return parse
+
+
+def number(low: float, high: float, limit: str, above_low: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``low`` (excluded if ``above_low``) to ``high``."""
+    least = f"above {_show(low)}" if above_low else f"of at least {_show(low)}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if value != value:  # NaN, or not a number at all
+            raise argparse.ArgumentTypeError(
+                f"give a number {least}, up to {_show(high)}, not {text!r}"
+            )
+        if value < low or (above_low and value == low) or value > high:
+            raise argparse.ArgumentTypeError(
+                f"{text} is outside the range: give a number {least} and at most "
+                f"{_show(high)} ({limit})"
+            )
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 def endpoint(text: str) -> str:
@@ -61,7 +101,7 @@ def load_model(path: str, host: str | None = None) -> Any:
     """
     module_name, _, class_name = path.partition(":")
     if not module_name or not class_name:
-        raise CommandError(f"give the model as module:Class (e.g. app.models:Orders), not {path!r}")
+        raise UsageError(f"give the model as module:Class (e.g. app.models:Orders), not {path!r}")
     here = os.getcwd()
     if here not in sys.path and "" not in sys.path:
         sys.path.insert(0, here)  # the console script runs with its own bin/ on the path
@@ -73,7 +113,7 @@ def load_model(path: str, host: str | None = None) -> Any:
     if model is None:
         raise CommandError(f"module {module_name!r} has no class {class_name!r}")
     if not isinstance(model, type) or not hasattr(model, "_get_connection"):
-        raise CommandError(f"{path} is not a PynamoDB model class")
+        raise UsageError(f"{path} is not a PynamoDB model class")
     bound: Any = model
     if host is not None:
         bound.Meta.host = host

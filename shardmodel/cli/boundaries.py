@@ -4,7 +4,8 @@ Reads the sample with :mod:`shardmodel.ordered_sample` (one value a line, or one
 of a CSV/TSV file, with progress on stderr) and prints the boundaries as a Python list to
 paste into ``OrderedShards(...)``, how much the largest shard holds relative to the
 mean, and the values that fill more than a shard on their own (give them ``overflow=``
-sub-shards).
+sub-shards). With polars installed, a CSV/TSV column is read and sorted by polars
+(``--engine polars``, the default then); ``--engine python`` keeps the standard library.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import csv
 import itertools
 import sys
 
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
+from shardmodel.cli.arguments import whole
+from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
+from shardmodel.keyspace.strategies import MAX_SHARDS
 from shardmodel.ordered_sample import (
     BoundaryReport,
     SampleColumnError,
     boundary_report,
+    polars_module,
     read_chunks,
+    read_series,
 )
 
 __all__ = ["add_boundaries_parser", "format_report", "run_boundaries"]
@@ -52,18 +57,27 @@ def format_report(report: BoundaryReport) -> str:
 
 def run_boundaries(args: argparse.Namespace) -> int:
     """The ``boundaries`` command."""
-    if args.shards < 1:
-        raise CommandError("--shards must be at least 1")
-    if args.prefix < 1:
-        raise CommandError("--prefix must be at least 1")
+    polars = polars_module()
+    if args.engine == "polars" and polars is None:
+        raise UsageError("--engine polars: polars is not installed (pip install polars)")
+    columnar = args.column is not None or args.file.lower().endswith((".csv", ".tsv", ".tab"))
+    use_polars = polars is not None and args.engine != "python" and columnar
+    failures: tuple[type[BaseException], ...] = (OSError, UnicodeDecodeError, csv.Error)
+    if polars is not None:
+        failures += (polars.exceptions.PolarsError,)
     try:
-        chunks = read_chunks(args.file, args.column, args.delimiter, progress=sys.stderr)
-        values = itertools.chain.from_iterable(chunks)
+        if use_polars:
+            values = read_series(args.file, args.column, args.delimiter, args.header)
+        else:
+            chunks = read_chunks(
+                args.file, args.column, args.delimiter, progress=sys.stderr, header=args.header
+            )
+            values = itertools.chain.from_iterable(chunks)
         report = boundary_report(values, args.shards, args.prefix)
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise CommandError(f"cannot read {args.file}: {error}") from None
+    except failures as error:
+        raise CommandError(f"cannot read {args.file}: {' '.join(str(error).split())}") from None
     except SampleColumnError as error:
-        raise CommandError(str(error)) from error
+        raise UsageError(f"--column: {error}") from error
     if not report.values:
         raise CommandError(f"{args.file} holds no values")
     print(format_report(report))
@@ -80,10 +94,32 @@ def add_boundaries_parser(commands: Subparsers) -> None:
         run_boundaries,
     )
     parser.add_argument("file", help="a text file (one value a line) or a CSV/TSV file")
-    parser.add_argument("--shards", type=int, required=True, help="the number of shards")
+    parser.add_argument(
+        "--shards",
+        type=whole(1, MAX_SHARDS, "the most shards OrderedShards takes"),
+        required=True,
+        help="the number of shards",
+    )
     parser.add_argument("--column", help="the CSV/TSV column: 0-based index or header name")
-    parser.add_argument("--prefix", type=int, default=20, help="boundary length in characters")
+    parser.add_argument(
+        "--prefix",
+        type=whole(1, 1024, "DynamoDB's 1,024-byte sort key"),
+        default=20,
+        help="boundary length in characters",
+    )
     parser.add_argument(
         "--delimiter",
         help="the column delimiter, e.g. TAB or ','; by the file's extension when left out",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "polars", "python"),
+        default="auto",
+        help="what reads and sorts a CSV/TSV column: polars when installed (auto), or not",
+    )
+    parser.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="the CSV/TSV file has no header row (by default its first row names the columns)",
     )

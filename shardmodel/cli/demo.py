@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import argparse
 
-from shardmodel.cli.arguments import positive_int
+from shardmodel.cli.arguments import whole
 from shardmodel.cli.registry import Subparsers, add_command, command
+from shardmodel.keyspace.strategies import MAX_SHARDS
+
+#: The largest burst the demo writes.
+DEMO_WRITES = 100_000
 
 
 @command
@@ -19,11 +23,24 @@ def _demo_command(commands: Subparsers) -> None:
         "show a hot key's writes unsharded vs sharded, on in-process moto",
         _demo,
     )
-    demo.add_argument("--writes", type=positive_int, default=2000, help="writes in the burst")
     demo.add_argument(
-        "--shards", type=positive_int, default=10, help="RandomShards(n) of the sharded table"
+        "--writes",
+        type=whole(1, DEMO_WRITES, "a burst in-process moto writes in seconds"),
+        default=2000,
+        help="writes in the burst",
     )
-    demo.add_argument("--seed", type=int, default=7, help="seed of the shard picker")
+    demo.add_argument(
+        "--shards",
+        type=whole(1, MAX_SHARDS, "the most shards a strategy takes"),
+        default=10,
+        help="RandomShards(n) of the sharded table",
+    )
+    demo.add_argument(
+        "--seed",
+        type=whole(0, 2**32 - 1, "a 32-bit seed"),
+        default=7,
+        help="seed of the shard picker",
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -1,8 +1,11 @@
 """``shardmodel hot module:Model``: a table's throttles and capacity, and its hottest keys.
 
 The throttle report comes from CloudWatch (:func:`shardmodel.ops.throttle_report`), the
-hot keys from the table's stream (:class:`shardmodel.ops.HotKeyTracker`); ``--grow``
-grows the hot keys of a DynamicShards model to what they need.
+hot keys from the table's stream (:class:`shardmodel.ops.HotKeyTracker`), with each
+key's average and its peak second; a time-series model's hot entities and buckets.
+``--grow`` grows the hot keys of a DynamicShards model to what they need. A source that
+is unavailable (CloudWatch, a table without a stream) is said in one line at the end,
+and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -10,10 +13,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shardmodel.cli.arguments import endpoint, load_model, non_negative, positive_int
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command, one_line
+from shardmodel.capacity import PARTITION_WCU
+from shardmodel.cli.arguments import endpoint, load_model, number, whole
+from shardmodel.cli.registry import (
+    CommandError,
+    Subparsers,
+    UsageError,
+    add_command,
+    command,
+    one_line,
+)
 from shardmodel.core.terminal import progress, table
 from shardmodel.engine import sharding_of
+from shardmodel.errors import ShardModelError
 
 
 @command
@@ -25,11 +37,18 @@ def _hot_command(commands: Subparsers) -> None:
         _hot,
     )
     hot.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
-    hot.add_argument("--minutes", type=positive_int, default=15, help="the window")
-    hot.add_argument("--top", type=positive_int, default=10, help="hot keys to list")
+    hot.add_argument(
+        "--minutes",
+        type=whole(1, 24 * 60, "a stream keeps 24 hours of records"),
+        default=15,
+        help="the window",
+    )
+    hot.add_argument(
+        "--top", type=whole(1, 1000, "a screenful of keys"), default=10, help="hot keys to list"
+    )
     hot.add_argument(
         "--partition-wcu",
-        type=non_negative,
+        type=number(0, PARTITION_WCU, "a partition's 1,000 WCU", above_low=True),
         help="write units a second one partition accepts (default: 1,000 on-demand; a "
         "provisioned table's WCU over its initial partition count)",
     )
@@ -37,7 +56,10 @@ def _hot_command(commands: Subparsers) -> None:
         "--grow", action="store_true", help="grow hot DynamicShards keys to what they need"
     )
     hot.add_argument(
-        "--max-calls", type=positive_int, default=100, help="most stream requests to send"
+        "--max-calls",
+        type=whole(1, 100_000, "requests a stream read may send"),
+        default=100,
+        help="most stream requests to send",
     )
     hot.add_argument(
         "--host", type=endpoint, help="the endpoint of every service (default: AWS, Meta.host)"
@@ -77,50 +99,89 @@ def _partition_share(description: dict[str, Any], given: float | None) -> tuple[
 
 
 def _hot(args: argparse.Namespace) -> int:
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import BotoCoreError, ClientError
 
-    from shardmodel.ops import HotKeyTracker, read_stream, throttle_report
+    from shardmodel.ops import throttle_report
+    from shardmodel.ops.hotkeys import series_keys
 
-    if args.partition_wcu is not None and args.partition_wcu <= 0:
-        raise CommandError("--partition-wcu: give a number above 0")
     model = load_model(args.model, args.host)
-    if sharding_of(model).spec.table_key() is None:
-        raise CommandError(f"{args.model} is not a ShardedModel with a sharded partition key")
-    if args.grow and sharding_of(model).directory is None:
-        raise CommandError(f"--grow: {args.model} has no DynamicShards key to grow")
+    try:
+        sharding = sharding_of(model)
+    except ShardModelError as error:
+        raise UsageError(f"{args.model} is not a ShardedModel: {error}") from error
+    series = series_keys(model) is not None
+    if sharding.spec.table_key() is None and not series:
+        raise UsageError(f"{args.model} is not a ShardedModel with a sharded partition key")
+    if args.grow and sharding.directory is None:
+        raise UsageError(f"--grow: {args.model} has no DynamicShards key to grow")
     cloudwatch, streams = _clients(model, args.host)
+    unavailable: list[str] = []
     try:
         with progress("reading CloudWatch"):
             report = throttle_report(model, minutes=args.minutes, cloudwatch=cloudwatch)
-    except ClientError as error:  # an emulator without CloudWatch, or no permission
-        print(f"CloudWatch report unavailable: {one_line(error)}")
+    except (ClientError, BotoCoreError) as error:  # an emulator without it, no permission
+        unavailable.append(f"CloudWatch unavailable: {one_line(error)}")
+        print("throttles: CloudWatch unavailable (see the error below)")
     else:
         print(report.render())
     print()
     description = model._get_connection().describe_table()
     stream_arn = description.get("LatestStreamArn")
     if not stream_arn:
-        print(
-            f"hot keys: {model.Meta.table_name} has no stream; enable one (NEW_IMAGE) to "
-            "count writes per key"
+        unavailable.append(
+            f"{model.Meta.table_name} has no stream; enable one (NEW_IMAGE) to count writes per key"
         )
-        return 0
+    else:
+        _hot_keys(args, model, series, description, stream_arn, streams)
+    if unavailable:
+        raise CommandError("; ".join(unavailable))
+    return 0
+
+
+def _hot_keys(
+    args: argparse.Namespace,
+    model: Any,
+    series: bool,
+    description: dict[str, Any],
+    stream_arn: str,
+    streams: Any,
+) -> None:
+    """The stream's hot keys (a series' entities), the busiest partitions, and growth."""
+    from shardmodel.ops import HotKeyTracker, read_stream
+
     share, basis = _partition_share(description, args.partition_wcu)
     tracker = HotKeyTracker(model, window=args.minutes * 60, partition_wcu=share, grow=args.grow)
     with progress("reading the stream"):
         counted = read_stream(tracker, stream_arn, streams, max_calls=args.max_calls)
     top = tracker.top(args.top)
     print(
-        f"hot keys: {counted:,} writes read from the stream, last {args.minutes} min, "
-        f"{share:,g} WCU/s a partition ({basis})"
+        f"hot {'entities' if series else 'keys'}: {counted:,} writes read from the stream, "
+        f"last {args.minutes} min, {share:,g} WCU/s a partition ({basis})"
     )
     if top:
         rows = [
-            [k.logical_key, k.writes, round(k.per_second, 2), k.shards, f"{k.load:.0%}"]
+            [
+                k.logical_key,
+                k.writes,
+                round(k.per_second, 2),
+                round(k.peak_per_second, 2),
+                k.shards,
+                f"{k.load:.0%}",
+                f"{k.peak_load:.0%}",
+            ]
             for k in top
         ]
-        print(table(("key", "writes", "WCU/s", "shards", "load/shard"), rows))
+        head = ("key", "writes", "WCU/s", "peak WCU/s", "shards", "load/shard", "peak load")
+        print(table(head, rows))
+        print(
+            "(WCU/s: the window's average; peak: its busiest second; peak load: the busiest "
+            "second of the busiest partition)"
+        )
+    partitions = tracker.partitions(args.top)
+    if series and partitions:
+        rows = [[p.key, round(p.write_units), p.peak_per_second, f"{p.peak_load:.0%}"]
+                for p in partitions]  # fmt: skip
+        print(table(("bucket", "WCU", "peak WCU/s", "peak load"), rows))
     if args.grow:
         for key, count in tracker.grow_hot().items():
             print(f"grew {key!r} to {count} shards")
-    return 0

@@ -1,16 +1,32 @@
 """``shardmodel plan``: how many shards one hot key needs, with DynamoDB's unit rounding.
 
 The arithmetic is :mod:`shardmodel.capacity`'s; the command prints the units of both
-sides, the binding side and the strategy line to declare.
+sides, the headroom kept (2x by default, as the capacity guides advise), the binding side
+and the strategy line to declare. ``--verify`` runs the suggested layout on the capacity
+simulator at the planned rate (:func:`shardmodel.testing.verify.verify_plan`) and prints
+its throttles; a layout that throttles there exits with 1.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from shardmodel.cli.arguments import non_negative, positive_int
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
-from shardmodel.core.terminal import table
+from shardmodel.capacity import (
+    DEFAULT_HEADROOM,
+    MAX_HEADROOM,
+    MAX_ITEM_BYTES,
+    PARTITION_RCU,
+    PARTITION_WCU,
+    ShardPlan,
+)
+from shardmodel.cli.arguments import number, whole
+from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
+from shardmodel.core.terminal import progress, table
+from shardmodel.keyspace.strategies import MAX_SHARDS
+
+#: The most writes (reads) a second ``plan`` takes: what MAX_SHARDS partitions accept.
+MAX_WRITES = MAX_SHARDS * PARTITION_WCU
+MAX_READS = MAX_SHARDS * PARTITION_RCU * 2  # eventually consistent reads cost half
 
 
 @command
@@ -22,30 +38,76 @@ def _plan_command(commands: Subparsers) -> None:
         _plan,
     )
     plan.add_argument(
-        "--item-bytes", type=positive_int, required=True, help="size of one item, names included"
+        "--item-bytes",
+        type=whole(1, MAX_ITEM_BYTES, "DynamoDB's 400 KB item limit"),
+        required=True,
+        help="size of one item, names included",
     )
     plan.add_argument(
-        "--reads-per-second", type=non_negative, default=0.0, help="Queries a second of the key"
+        "--reads-per-second",
+        type=number(0, MAX_READS, f"what {MAX_SHARDS:,} partitions serve"),
+        default=0.0,
+        help="Queries a second of the key",
     )
     plan.add_argument(
-        "--items-per-read", type=positive_int, default=1, help="items one Query reads"
+        "--items-per-read",
+        type=whole(1, 100_000, "items one Query reads, in 1 MB pages"),
+        default=1,
+        help="items one Query reads",
     )
     plan.add_argument(
-        "--writes-per-second", type=non_negative, default=0.0, help="items written a second"
+        "--writes-per-second",
+        type=number(0, MAX_WRITES, f"what {MAX_SHARDS:,} partitions accept"),
+        default=0.0,
+        help="items written a second",
     )
     plan.add_argument(
         "--consistent", action="store_true", help="the Queries are strongly consistent"
     )
+    plan.add_argument(
+        "--headroom",
+        type=number(1, MAX_HEADROOM, "more is waste, not safety"),
+        default=DEFAULT_HEADROOM,
+        help="capacity kept over the mean load (1: none)",
+    )
+    plan.add_argument(
+        "--verify",
+        action="store_true",
+        help="run the suggested layout on the capacity simulator at the planned rate",
+    )
+    plan.add_argument(
+        "--seconds",
+        type=number(1, 60, "a verification runs on in-process moto"),
+        default=2.0,
+        help="simulated seconds --verify drives each side for",
+    )
+
+
+def _strategy_lines(plan: ShardPlan) -> list[str]:
+    """The strategy to declare, and why when it is not the obvious one."""
+    if plan.suggestion == "none":
+        return ["strategy: none needed; one partition serves this key"]
+    if plan.suggestion == "random":
+        return [
+            f"strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards({plan.shards}))"
+        ]
+    lines = [
+        "strategy: ShardedKeyAttribute(hash_key=True, "
+        f'strategy=HashShards({plan.shards}, on=["<attribute your reads fix>"]))',
+        "  (a Query that fixes the `on` attributes reads one shard; one that does not "
+        "reads every shard)",
+    ]
+    if plan.binding == "writes":
+        lines.append(
+            f"  (RandomShards({plan.shards}) would take the writes, but a Query of the whole "
+            f"key reads every shard: {plan.fan_out_units:,g} RCU/s on each, over "
+            f"{PARTITION_RCU:,} / {plan.headroom:g})"
+        )
+    return lines
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from shardmodel.capacity import (
-        PARTITION_RCU,
-        PARTITION_WCU,
-        query_units,
-        shards_for,
-        write_units,
-    )
+    from shardmodel.capacity import query_units, shards_for, write_units
 
     try:
         plan = shards_for(
@@ -54,9 +116,16 @@ def _plan(args: argparse.Namespace) -> int:
             items_per_read=args.items_per_read,
             writes_per_second=args.writes_per_second,
             consistent=args.consistent,
+            headroom=args.headroom,
         )
     except ValueError as error:
-        raise CommandError(str(error)) from error
+        raise UsageError(str(error)) from error
+    if plan.shards > MAX_SHARDS:
+        raise UsageError(
+            f"this traffic needs {plan.shards:,} shards with {plan.headroom:g}x headroom, "
+            f"over the {MAX_SHARDS:,} a strategy takes; lower --headroom, or split the key "
+            "(e.g. by tenant or time bucket) before sharding it"
+        )
     per_query = query_units(args.item_bytes, args.items_per_read, args.consistent)
     kind = "strong" if args.consistent else "eventual"
     rows: list[list[object]] = [
@@ -76,18 +145,43 @@ def _plan(args: argparse.Namespace) -> int:
         ],
     ]
     print(table(("side", "cost", "units/s", "per shard", "shards"), rows))
-    print(f"\nbinding: {plan.binding}, {plan.shards} shard{'s' if plan.shards > 1 else ''}")
-    if plan.shards == 1:
-        print("strategy: none needed; one partition serves this key")
-    elif plan.binding == "writes":
-        print(f"strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards({plan.shards}))")
-    else:
-        print(
-            "strategy: ShardedKeyAttribute(hash_key=True, "
-            f'strategy=HashShards({plan.shards}, on=["<attribute your reads fix>"]))'
+    print(
+        f"\nheadroom: {plan.headroom:g}x (each shard planned at "
+        f"{1 / plan.headroom:.0%} of its partition's limit)"
+    )
+    print(f"binding: {plan.binding}, {plan.shards} shard{'s' if plan.shards > 1 else ''}")
+    for line in _strategy_lines(plan):
+        print(line)
+    if args.verify:
+        return _verify(args)
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from shardmodel.testing.verify import verify_plan
+
+    try:
+        with progress("running the layout on the capacity simulator"):
+            run = verify_plan(
+                args.item_bytes,
+                reads_per_second=args.reads_per_second,
+                items_per_read=args.items_per_read,
+                writes_per_second=args.writes_per_second,
+                consistent=args.consistent,
+                headroom=args.headroom,
+                seconds=args.seconds,
+            )
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    print(
+        f"\nverify: {run.strategy} on the capacity simulator, {run.seconds:g} s: "
+        f"{run.writes:,} writes, {run.reads:,} shard reads, "
+        f"{run.write_throttles:,} write / {run.read_throttles:,} read throttles"
+    )
+    if not run.passed:
+        raise CommandError(
+            f"the suggested layout throttled {run.throttles:,} times on the capacity "
+            "simulator; raise --headroom"
         )
-        print(
-            "  (a Query that fixes the `on` attributes reads one shard; one that does not "
-            "reads every shard)"
-        )
+    print("verify: passed, 0 throttles")
     return 0

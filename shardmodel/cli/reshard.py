@@ -9,14 +9,18 @@ from __future__ import annotations
 import argparse
 import logging
 
-from shardmodel.cli.arguments import load_model
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
+from shardmodel.cli.arguments import endpoint, load_model, number, whole
+from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
 from shardmodel.errors import ShardModelError
+from shardmodel.keyspace.strategies import MAX_SHARDS
 from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import JOBS, Reshard
 from shardmodel.migration.state import MigrationState, Phase
 
 __all__ = ["add_reshard_parser", "run_reshard"]
+
+#: DynamoDB's limit on the segments of a parallel scan.
+_SEGMENTS = 1_000_000
 
 
 @command
@@ -29,7 +33,11 @@ def add_reshard_parser(commands: Subparsers) -> None:
         run_reshard,
     )
     reshard.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
-    reshard.add_argument("--to", type=int, help="the new shard count")
+    reshard.add_argument(
+        "--to",
+        type=whole(1, MAX_SHARDS, "the most shards a strategy takes"),
+        help="the new shard count",
+    )
     reshard.add_argument("--dry-run", action="store_true", help="print the plan and its cost")
     reshard.add_argument(
         "--step", action="store_true", help="do only the next step (start, a scan, or a phase)"
@@ -39,16 +47,31 @@ def add_reshard_parser(commands: Subparsers) -> None:
         "--finish", action="store_true", help="remove the state of a done migration"
     )
     reshard.add_argument(
-        "--segments", type=int, default=1, help="parallel scan segments (set at the start)"
+        "--segments",
+        type=whole(1, _SEGMENTS, "DynamoDB's parallel scan limit"),
+        default=1,
+        help="parallel scan segments (set at the start)",
     )
     reshard.add_argument(
-        "--segment", type=int, help="run only this scan segment of the backfill or cleanup"
+        "--segment",
+        type=whole(0, _SEGMENTS - 1, "DynamoDB's parallel scan limit"),
+        help="run only this scan segment of the backfill or cleanup",
     )
     reshard.add_argument(
-        "--settle", type=float, default=30.0, help="seconds every phase lasts at least"
+        "--settle",
+        type=number(0, 86_400, "a day"),
+        default=30.0,
+        help="seconds every phase lasts at least",
     )
-    reshard.add_argument("--page-size", type=int, default=100, help="items per scan page")
-    reshard.add_argument("--host", help="the DynamoDB endpoint (default: the model's Meta.host)")
+    reshard.add_argument(
+        "--page-size",
+        type=whole(1, 10_000, "items a scan page holds at most here"),
+        default=100,
+        help="items per scan page",
+    )
+    reshard.add_argument(
+        "--host", type=endpoint, help="the DynamoDB endpoint (default: the model's Meta.host)"
+    )
 
 
 def describe(operator: Reshard, state: MigrationState | None) -> str:
@@ -80,7 +103,7 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
     state = operator.status()
     if state is None:
         if args.to is None:
-            raise CommandError("--step: give --to N to start")
+            raise UsageError("--step: give --to N to start")
         state = operator.start(args.to, args.settle, args.segments)
     elif state.phase in JOBS and any(not p.done for p in operator.job_progress(state)):
         if state.phase == Phase.DONE and operator.settle_left(state) > 0:
@@ -116,7 +139,7 @@ def run_reshard(args: argparse.Namespace) -> int:
         operator = Reshard(model)
         if args.dry_run:
             if args.to is None:
-                raise CommandError("--dry-run: give --to N")
+                raise UsageError("--dry-run: give --to N")
             print(operator.plan(args.to, args.settle, args.segments))
             return 0
         if args.status:
@@ -131,7 +154,7 @@ def run_reshard(args: argparse.Namespace) -> int:
             if state is None:
                 raise CommandError("--segment: no migration in progress")
             if args.segments != state.segments:
-                raise CommandError(
+                raise UsageError(
                     f"the migration scans {state.segments} segments; "
                     f"pass --segments {state.segments}"
                 )
@@ -141,7 +164,7 @@ def run_reshard(args: argparse.Namespace) -> int:
         if args.step:
             return _step(operator, args)
         if args.to is None:
-            raise CommandError("give --to N (or --status, --finish)")
+            raise UsageError("give --to N (or --status, --finish)")
         for state in operator.steps(args.to, args.settle, args.segments, args.page_size):
             print(describe(operator, state), flush=True)
         return 0

@@ -10,16 +10,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shardmodel.cli.arguments import endpoint, load_model, non_negative, positive_int
-from shardmodel.cli.registry import CommandError, Subparsers, add_command, command
+from shardmodel.cli.arguments import endpoint, load_model, number, whole
+from shardmodel.cli.registry import Subparsers, UsageError, add_command, command
 from shardmodel.core.terminal import progress, table
 from shardmodel.engine import sharding_of
+from shardmodel.keyspace.strategies import MAX_SHARDS
+
+_COUNT = whole(1, MAX_SHARDS, "the most shards a strategy takes")
 
 
 def _dynamic_model(path: str, host: str | None) -> Any:
     model = load_model(path, host)
     if sharding_of(model).directory is None:
-        raise CommandError(f"{path} has no DynamicShards partition key; its count is fixed")
+        raise UsageError(f"{path} has no DynamicShards partition key; its count is fixed")
     return model
 
 
@@ -35,19 +38,20 @@ def _shards_command(commands: Subparsers) -> None:
     shards.add_argument(
         "--key", help="one logical key: show it (and --grow-to / --shrink-to / --compact)"
     )
-    shards.add_argument(
-        "--min", type=positive_int, default=2, help="list keys with at least N shards"
-    )
+    shards.add_argument("--min", type=_COUNT, default=2, help="list keys with at least N shards")
     change = shards.add_mutually_exclusive_group()
     change.add_argument(
-        "--grow-to", type=positive_int, metavar="N", help="raise the key's live count to N"
+        "--grow-to", type=_COUNT, metavar="N", help="raise the key's live count to N"
     )
     change.add_argument(
-        "--shrink-to", type=positive_int, metavar="N", help="lower the key's live count to N"
+        "--shrink-to", type=_COUNT, metavar="N", help="lower the key's live count to N"
     )
     shards.add_argument("--compact", action="store_true", help="move retired shards' items")
     shards.add_argument(
-        "--grace", type=non_negative, default=5.0, help="seconds between copying and deleting"
+        "--grace",
+        type=number(0, 3600, "an hour, far above any write in flight"),
+        default=5.0,
+        help="seconds between copying and deleting",
     )
     shards.add_argument(
         "--host", type=endpoint, help="the DynamoDB endpoint (default: the model's Meta.host)"
@@ -66,7 +70,7 @@ def _shards(args: argparse.Namespace) -> int:
     if args.key is None and (
         args.shrink_to is not None or args.grow_to is not None or args.compact
     ):
-        raise CommandError("--grow-to, --shrink-to and --compact need --key")
+        raise UsageError("--grow-to, --shrink-to and --compact need --key")
     model = _dynamic_model(args.model, args.host)
     if args.key is None:
         with progress(f"scanning {model.__name__}'s shard counts"):

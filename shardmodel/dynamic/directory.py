@@ -45,6 +45,7 @@ class ShardDirectory:
         self._lock = threading.Lock()
         self._writer_cache: dict[str, tuple[float, ShardMetadata]] = {}
         self._reader_cache: dict[str, tuple[float, ShardMetadata]] = {}
+        self._grow_checks: dict[str, tuple[float, ShardMetadata]] = {}
 
     # -- the metadata table -------------------------------------------------------------
 
@@ -67,6 +68,7 @@ class ShardDirectory:
         with self._lock:
             self._writer_cache.clear()
             self._reader_cache.clear()
+            self._grow_checks.clear()
 
     def lookup(self, logical: str, consistent: bool = True) -> ShardMetadata | None:
         """The key's metadata item, or None when it has none."""
@@ -161,7 +163,20 @@ class ShardDirectory:
         Waits a random jitter, then re-reads: if another writer changed the count since
         ``seen``, or the last change is within the cooldown, or the count is at its
         maximum, returns what is there. Otherwise one conditional update grows it.
+
+        In a throttling storm every throttled write asks to grow: the item is read at
+        most once per cooldown per key in this process (the answer is kept), and not
+        at all while ``seen`` itself was grown within the cooldown, so the metadata item
+        does not become the next hot key.
         """
+        cooldown = self.settings.cooldown
+        checked_at = self.settings.clock.now()
+        with self._lock:
+            checked = self._grow_checks.get(logical)
+        if checked is not None and checked_at - checked[0] < cooldown:
+            return checked[1]
+        if seen.grown and self._now() - seen.last_updated < cooldown:
+            return seen
         self.settings.clock.sleep(self._rng.uniform(0, self.settings.jitter))
         current = self.lookup(logical, consistent=True)
         if current is None:  # pragma: no cover - the item was deleted by hand
@@ -171,11 +186,15 @@ class ShardDirectory:
             seen.last_updated,
         )
         now = self._now()
-        cooling = current.grown and now - current.last_updated < self.settings.cooldown
+        cooling = current.grown and now - current.last_updated < cooldown
         target = self.settings.grown(current.number_of_shards)
         if changed or cooling or target <= current.number_of_shards:
-            return self._remember(current)
-        return self._change(current, target, "grow", now)
+            result = self._remember(current)
+        else:
+            result = self._change(current, target, "grow", now)
+        with self._lock:
+            self._grow_checks[logical] = (checked_at, result)
+        return result
 
     def grow_to(self, logical: str, count: int) -> ShardMetadata:
         """Raise the key's live count to ``count`` now (an operator's growth, no throttle).

@@ -9,11 +9,13 @@ all.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import PynamoDBException
 
+from shardmodel.core.times import SystemClock
 from shardmodel.dynamic.directory import ShardDirectory
 from shardmodel.dynamic.metadata import ShardMetadata
 from shardmodel.engine.items import check_logical, key_values, range_values, sharded
@@ -21,21 +23,45 @@ from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
 from shardmodel.keyspace.strategies import ShardCount
 from shardmodel.request_bound import request_bound
-from shardmodel.retry import Backoff, attempt_log, surely_unapplied, watch_attempts
+from shardmodel.retry import (
+    THROTTLE_CODES,
+    TRANSIENT_CODES,
+    Backoff,
+    attempt_log,
+    failing_fast,
+    surely_unapplied,
+    watch_attempts,
+)
 from shardmodel.throttles import CloudWatchCapacity, ThrottleScope, throttle_scope
 
 __all__ = [
+    "FIVE_XX_SHARDS",
     "directory_of",
     "grow_shards",
     "grown_keys",
+    "is_capacity_5xx",
     "save_growing",
     "shard_metadata",
     "shrink_shards",
     "throttle_scope_of",
+    "watch_table_throttles",
     "write_counter_growing",
 ]
 
 _T = TypeVar("_T")
+
+#: An on-demand table answers a traffic jump with ``InternalServerError`` (and its kin)
+#: while it adapts: such an error grows a dynamic key like a partition throttle, but only
+#: up to this many shards (16,000 WCU a second), so that a real server fault, which
+#: answers the same way, does not grow a key without end.
+FIVE_XX_SHARDS = 16
+
+
+def is_capacity_5xx(error: BaseException) -> bool:
+    """An on-demand capacity 5xx: ``InternalServerError``, ``ServiceUnavailable``..."""
+    cause = getattr(error, "cause", None) or error
+    response = getattr(cause, "response", None) or {}
+    return response.get("Error", {}).get("Code") in TRANSIENT_CODES
 
 
 def directory_of(model: type[Any]) -> ShardDirectory:
@@ -76,8 +102,10 @@ def throttle_scope_of(model: type[Any], error: BaseException) -> ThrottleScope |
     """
     engine = sharding_of(model)
     if engine.cloudwatch is None:
+        directory = engine.directory
         engine.cloudwatch = CloudWatchCapacity(
-            region=getattr(model.Meta, "region", None), clock=directory_of(model).settings.clock
+            region=getattr(model.Meta, "region", None),
+            clock=directory.settings.clock if directory is not None else SystemClock(),
         )
     scope = throttle_scope(
         error, model.Meta.table_name, lambda: _provisioned_wcu(model), engine.cloudwatch
@@ -86,6 +114,57 @@ def throttle_scope_of(model: type[Any], error: BaseException) -> ThrottleScope |
     if policy is not None:  # opt-in: a TableThrottlePolicy (shardmodel.ops)
         policy.observe(model, error, scope)
     return scope
+
+
+#: The models whose policy watches each botocore client (weakly: clients come and go).
+_watched: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
+
+
+def watch_table_throttles(model: type[Any], connection: Any) -> None:
+    """Let ``Meta.table_throttle_policy`` see every throttle of ``model``'s requests.
+
+    Reads, writes, batches, index queries, on the lean path or botocore's: every attempt
+    answered with a throttle (or, for the policy's ``on_demand_5xx``, a 5xx) is classified
+    and observed. A dynamic write growing its key classifies its own throttles
+    (:func:`growing`), so those are not observed twice. Idempotent and cheap per call.
+    """
+    if getattr(model.Meta, "table_throttle_policy", None) is None:
+        return
+    client = connection.connection.client
+    models = _watched.setdefault(client, set())
+    if id(model) in models:
+        return
+    client.meta.events.register(
+        "needs-retry.dynamodb",
+        _PolicyWatch(model),
+        unique_id=f"shardmodel-table-policy-{id(model)}",
+    )
+    models.add(id(model))
+
+
+class _PolicyWatch:
+    """A ``needs-retry`` observer: hands each throttled attempt to the model's policy."""
+
+    def __init__(self, model: type[Any]) -> None:
+        self.model = model
+
+    def __call__(self, response: Any = None, operation: Any = None, **_: Any) -> None:
+        if response is None or failing_fast():
+            return None
+        parsed = response[1]
+        code = parsed.get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+        if code not in THROTTLE_CODES and code not in TRANSIENT_CODES:
+            return None
+        if getattr(self.model.Meta, "table_throttle_policy", None) is None:
+            return None
+        from botocore.exceptions import ClientError
+
+        error = ClientError(parsed, getattr(operation, "name", "Unknown"))
+        try:
+            throttle_scope_of(self.model, error)  # observes it; never blocks the retry
+        except Exception:
+            return None
+        return None
 
 
 def _provisioned_wcu(model: type[Any]) -> float:
@@ -124,16 +203,18 @@ def growing(
             except PynamoDBException as error:
                 failure: PynamoDBException = error
         scope = throttle_scope_of(model, failure)  # outside the log: it may call the table
-        if scope is None:
+        capacity_5xx = scope is None and is_capacity_5xx(failure)
+        if scope is None and not capacity_5xx:
             raise failure
         move = move and surely_unapplied(kinds)  # once maybe applied, stay on that key
         if not move and not resend_unknown:
             raise failure
-        if move and scope == "partition":
+        if scope == "partition" or (capacity_5xx and seen.number_of_shards < FIVE_XX_SHARDS):
+            # a 5xx may have been applied: the key grows, but this write stays put
             grown = directory.grow(logical, seen)
             more = grown.number_of_shards > seen.number_of_shards
             seen = grown
-            if more:
+            if more and move:
                 continue  # a bigger space: retry at once
         if next(waits, None) is None:
             raise failure

@@ -8,10 +8,12 @@ counter item's shares where the plan says so.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from pynamodb.expressions.condition import Condition
+from pynamodb.indexes import GlobalSecondaryIndex
 
 from shardmodel.engine.copies import index_copies
 from shardmodel.engine.counter_reads import check_index_read, summed_filter
@@ -31,7 +33,7 @@ from shardmodel.engine.query_plan import (
 )
 from shardmodel.engine.reads import merge_shares
 from shardmodel.engine.sharding import sharding_of
-from shardmodel.errors import UnsupportedOperationError
+from shardmodel.errors import ShardConfigurationError, UnsupportedOperationError
 from shardmodel.keyspace.strategies import TimeBounds
 
 __all__ = ["query", "run_query"]
@@ -156,12 +158,11 @@ def run_query(
     model: type[_M], plan: QueryPlan, limit: int | None, page_size: int | None, parallelism: int
 ) -> Iterator[_M]:
     """The merged iterator of a plan: fetched by the executor, merged, combined, built."""
-    engine = sharding_of(model)
     secret = cursor_secret(model)
     sort_key = dynamodb_sort_key(query_attribute(model, plan.identity.index, "range"))
     collapse = plan.counters or plan.moving
     merged: MergedQuery[Any] = MergedQuery(
-        fetch=engine.executor.query_fetcher(**plan.fetch),
+        fetch=_spread_fetch(model, plan.fetch),
         groups=[list(g) for g in plan.groups],
         sort_key=sort_key,
         forward=plan.forward,
@@ -180,6 +181,65 @@ def run_query(
     projection = None if plan.projection is None else list(plan.projection)
     after = (plan.local_filter, projection) if plan.local_filter is not None else None
     return _grouped(model, merged, limit, plan.counters, seen, after)
+
+
+def read_indexes(model: type[Any]) -> tuple[str, ...]:
+    """``Meta.read_indexes``: same-schema GSIs a table read may go to instead (checked).
+
+    Each must be a global secondary index of the model with the table's own partition
+    and sort key attributes and every attribute projected, so that it answers a Query
+    exactly as the table does (eventually consistent).
+    """
+    names = getattr(model.Meta, "read_indexes", None) or ()
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise ShardConfigurationError(
+            f"{model.__name__}.Meta.read_indexes = {names!r}: give a tuple of index names"
+        )
+    range_key = model._range_key_attribute()
+    table_keys = (model._hash_key_attribute().attr_name, range_key and range_key.attr_name)
+    for name in names:
+        index = model._indexes.get(name)
+        keys = None
+        if isinstance(index, GlobalSecondaryIndex):
+            attributes = index.Meta.attributes.values()
+            keys = (
+                next((a.attr_name for a in attributes if a.is_hash_key), None),
+                next((a.attr_name for a in attributes if a.is_range_key), None),
+            )
+        projection = getattr(getattr(index, "Meta", None), "projection", None)
+        if keys != table_keys or getattr(projection, "projection_type", None) != "ALL":
+            raise ShardConfigurationError(
+                f"{model.__name__}.Meta.read_indexes: {name!r} is not a global secondary "
+                f"index with the table's keys {table_keys} and AllProjection(); declare one "
+                "or drop it from read_indexes"
+            )
+    return tuple(names)
+
+
+def _spread_fetch(model: type[Any], fixed: dict[str, Any]) -> Callable[..., Any]:
+    """The plan's shard fetcher, or, opted in, one that spreads shards over copies.
+
+    With ``Meta.read_indexes`` and an eventually consistent read of the table, each
+    shard is read from the table or one of the same-schema GSIs, picked at random and
+    kept for every page of that shard in this query (a resumed cursor may pick again:
+    a same-schema index's page keys are the table's).
+    """
+    executor = sharding_of(model).executor
+    indexes = read_indexes(model)
+    if not indexes or fixed.get("index_name") is not None or fixed.get("consistent_read"):
+        return executor.query_fetcher(**fixed)
+    targets = [executor.query_fetcher(**fixed)]
+    targets += [executor.query_fetcher(**{**fixed, "index_name": name}) for name in indexes]
+    rng = sharded(model).rng
+    chosen: dict[str, Callable[..., Any]] = {}
+    lock = threading.Lock()
+
+    def fetch(key: str, exclusive_start_key: Any = None, limit: int | None = None) -> Any:
+        with lock:
+            target = chosen.setdefault(key, targets[rng.randrange(len(targets))])
+        return target(key, exclusive_start_key, limit)
+
+    return fetch
 
 
 def _grouped(

@@ -323,7 +323,10 @@ class OrderedShards:
         """Boundaries that split a sample of ``on`` values into ``shards`` equal ranges.
 
         Normalize, sort, take every ``ceil(len / shards)``-th value cut to ``prefix``
-        characters; the first boundary is ``''``. When one value fills more than a shard,
+        characters; the first boundary is ``''``. ``values`` may be any iterable of
+        strings, a polars Series or a pyarrow array among them (nulls are skipped); for
+        millions of values, :func:`shardmodel.ordered_sample.boundary_report` sorts a
+        polars Series in polars. When one value fills more than a shard,
         boundaries repeat: they are kept once and a :class:`BoundaryWarning` names the
         values (give them ``overflow=`` sub-shards), so fewer shards come back.
         """
@@ -336,6 +339,8 @@ class OrderedShards:
                 f"OrderedShards.from_sample(prefix={prefix!r}): give the boundary length in "
                 "characters, at least 1 (default 20)"
             )
+        if hasattr(values, "to_pylist"):  # a pyarrow array: its items are arrow scalars
+            values = values.to_pylist()
         ordered = normalized_all(normalize, _sample_strings(values))
         ordered.sort()
         cuts = sample_cuts(ordered, shards, prefix, normalize)
@@ -500,7 +505,7 @@ def _sample_strings(values: Any) -> list[str]:
         raise ShardConfigurationError(
             f"{where}: give a list of the sort key's values (strings), not {values!r:.60}"
         )
-    sample = list(values)
+    sample = [value for value in values if value is not None]  # missing values: no key
     for position, value in enumerate(sample):
         if not isinstance(value, str):
             raise ShardConfigurationError(

@@ -15,7 +15,16 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 
 from shardmodel.dynamic.metadata import ShardMetadata
-from shardmodel.engine import codec, counting, counts, migrating_scans, queries, reads, writes
+from shardmodel.engine import (
+    codec,
+    counting,
+    counts,
+    growth,
+    migrating_scans,
+    queries,
+    reads,
+    writes,
+)
 from shardmodel.engine.building import build_plan, instantiate
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
@@ -73,6 +82,13 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     _loaded_counters: dict[str, Any] | None = None
 
     # -- keys -----------------------------------------------------------------------------
+
+    @classmethod
+    def _get_connection(cls) -> Any:
+        """PynamoDB's connection; an opt-in ``Meta.table_throttle_policy`` watches it."""
+        connection = super()._get_connection()
+        growth.watch_table_throttles(cls, connection)
+        return connection
 
     @classmethod
     def logical_key_of(cls, physical_key: str) -> str:

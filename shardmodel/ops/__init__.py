@@ -1,16 +1,22 @@
-"""Operating a sharded table: hot keys, throttle reports and the table throttle policy."""
+"""Operating a sharded table: hot keys, throttle reports, the table throttle policy, prewarming."""
 
-from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, read_stream
+from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, HotPartition, read_stream
 from shardmodel.ops.policy import PolicyAction, TableThrottlePolicy
+from shardmodel.ops.prewarm import PrewarmPlan, WarmChange, prewarm, warm_units
 from shardmodel.ops.report import CapacityRow, ThrottleReport, throttle_report
 
 __all__ = [
     "CapacityRow",
     "HotKey",
     "HotKeyTracker",
+    "HotPartition",
     "PolicyAction",
+    "PrewarmPlan",
     "TableThrottlePolicy",
     "ThrottleReport",
+    "WarmChange",
+    "prewarm",
     "read_stream",
     "throttle_report",
+    "warm_units",
 ]

@@ -2,9 +2,20 @@
 
 A :class:`HotKeyTracker` reads stream records (from a Lambda event or a ``get_records``
 loop), maps each physical key back to its logical key through the model, and sums the
-write units every logical key took in the last ``window`` seconds. Keys whose writes a
-second come near the per-partition limit, per live shard, are hot; with ``grow=True`` a
-``DynamicShards`` key is grown (``Model.grow_shards``) before its partition throttles.
+write units every logical key took in the last ``window`` seconds, second by second and
+physical key by physical key. Keys whose writes a second come near the per-partition
+limit, per shard, are hot; with ``grow=True`` a ``DynamicShards`` key is grown
+(``Model.grow_shards``) before its partition throttles.
+
+A key's shards are the live count of a dynamic key, else the physical keys its writes
+reached in the window (at least the count a random strategy spreads over): a
+``HashShards`` key hashed on its sort key spreads as far as ``RandomShards`` does.
+Besides the window's average, each key reports its busiest second and the busiest second
+of its busiest physical partition (:attr:`HotKey.peak_load`): a burst shows there.
+
+A ``TimeSeriesModel`` (partition key ``<shard>#<bucket>``, sort key ``<entity>#<time>``)
+is tracked by entity: a hot sensor is a hot key, and :meth:`HotKeyTracker.partitions`
+names the hot bucket partitions.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardKeyError
 from shardmodel.sizing import item_size, write_units
 
-__all__ = ["HotKey", "HotKeyTracker", "read_stream"]
+__all__ = ["HotKey", "HotKeyTracker", "HotPartition", "read_stream"]
 
 log = logging.getLogger("shardmodel.ops.hotkeys")
 
@@ -39,8 +50,11 @@ class HotKey:
         writes: stream records (inserts, updates, deletes) in the window.
         write_units: write units those writes took (by item size).
         per_second: ``write_units`` divided by the window.
-        shards: the live shards its writes spread over (1 for an unsharded key).
+        shards: the shards its writes spread over: a dynamic key's live count, else the
+            physical keys written in the window (1 for an unsharded key).
         limit: write units a second one partition accepts.
+        peak_per_second: write units of the key's busiest second in the window.
+        partition_peak: write units of the busiest second of its busiest physical key.
     """
 
     logical_key: str
@@ -49,6 +63,13 @@ class HotKey:
     per_second: float
     shards: int
     limit: float
+    peak_per_second: float = 0.0
+    partition_peak: float = 0.0
+
+    @property
+    def peak_load(self) -> float:
+        """The busiest partition's busiest second over the partition limit (1.0: full)."""
+        return self.partition_peak / self.limit
 
     @property
     def load(self) -> float:
@@ -59,6 +80,45 @@ class HotKey:
     def needed_shards(self) -> int:
         """Shards the key needs to stay under ``limit`` at its rate (at least 1)."""
         return max(1, math.ceil(round(self.per_second / self.limit, 9)))
+
+
+@frozen
+class HotPartition:
+    """One physical partition key's writes over the tracker's window.
+
+    Attributes:
+        key: the physical partition key (a time-series bucket: ``"7#2023-10-27T15"``).
+        write_units: write units it took in the window.
+        peak_per_second: write units of its busiest second.
+        limit: write units a second one partition accepts.
+    """
+
+    key: str
+    write_units: float
+    peak_per_second: float
+    limit: float
+
+    @property
+    def peak_load(self) -> float:
+        """Its busiest second over the partition limit (1.0: full)."""
+        return self.peak_per_second / self.limit
+
+
+def series_keys(model: Any) -> tuple[str, str, str] | None:
+    """A time-series model's (partition key name, sort key name, separator), else None.
+
+    Found by shape (a range key that composes an entity and a time), so that this module
+    need not import the time-series package beside it.
+    """
+    hash_name = range_name = separator = None
+    for attribute in model.get_attributes().values():
+        if attribute.is_hash_key:
+            hash_name = attribute.attr_name
+        if attribute.is_range_key and hasattr(attribute, "entity") and hasattr(attribute, "time"):
+            range_name, separator = attribute.attr_name, attribute.separator
+    if hash_name is None or range_name is None or separator is None:
+        return None
+    return hash_name, range_name, separator
 
 
 def _record_time(record: Mapping[str, Any]) -> float | None:
@@ -106,17 +166,25 @@ class HotKeyTracker:
                 f"HotKeyTracker(grow=True): {model.__name__} has no DynamicShards key to grow"
             )
         self.model = model
+        self._series = series_keys(model)
         self.window = float(window)
         self.partition_wcu = float(partition_wcu)
         self.threshold = float(threshold)
         self.grow = grow
         self.clock: Clock = clock or SystemClock()
-        self._seconds: dict[int, tuple[dict[str, float], Counter[str]]] = {}
+        # second -> (units per logical key, writes per logical key,
+        #            units per logical key and physical key)
+        self._seconds: dict[
+            int, tuple[dict[str, float], Counter[str], dict[str, dict[str, float]]]
+        ] = {}
         self._units: dict[str, float] = {}
         self._writes: Counter[str] = Counter()
         self._newest = -math.inf
         self._lock = threading.Lock()
-        self._key_name = sharding_of(model).key().attr_name
+        if self._series is None:
+            self._key_name = sharding_of(model).key().attr_name
+        else:
+            self._key_name = self._series[0]
         self._table = model.Meta.table_name
 
     # -- reading records -------------------------------------------------------------
@@ -138,25 +206,39 @@ class HotKeyTracker:
                 units = float(write_units(item_size(image)))
             else:
                 units = float(max(1, math.ceil(change.get("SizeBytes", 1) / 1024)))
-            try:
-                logical = self.model.logical_key_of(key)
-            except ShardKeyError as error:  # written by hand or another layout: skip it
-                log.warning("%s: stream key %r skipped: %s", self._table, key, error)
+            logical = self._logical(key, change.get("Keys", {}))
+            if logical is None:
                 continue
-            self._add(logical, units, _record_time(record))
+            self._add(logical, key, units, _record_time(record))
             counted += 1
         return counted
 
-    def _add(self, logical: str, units: float, at: float | None) -> None:
+    def _logical(self, key: str, keys: Mapping[str, Any]) -> str | None:
+        """The logical key a record counts for: the model's, or a series' entity."""
+        if self._series is not None:
+            sort_key = keys.get(self._series[1], {}).get("S")
+            if not sort_key or self._series[2] not in sort_key:
+                log.warning("%s: stream sort key %r skipped", self._table, sort_key)
+                return None
+            return str(sort_key.split(self._series[2], 1)[0])
+        try:
+            return str(self.model.logical_key_of(key))
+        except ShardKeyError as error:  # written by hand or another layout: skip it
+            log.warning("%s: stream key %r skipped: %s", self._table, key, error)
+            return None
+
+    def _add(self, logical: str, physical: str, units: float, at: float | None) -> None:
         second = math.floor(at if at is not None else self.clock.now())
         with self._lock:
             if second <= self._newest - self.window:
                 return  # a late record of a second the window has left
             if second not in self._seconds:
-                self._seconds[second] = ({}, Counter())
-            bucket_units, bucket_writes = self._seconds[second]
+                self._seconds[second] = ({}, Counter(), {})
+            bucket_units, bucket_writes, bucket_physical = self._seconds[second]
             bucket_units[logical] = bucket_units.get(logical, 0.0) + units
             bucket_writes[logical] += 1
+            spread = bucket_physical.setdefault(logical, {})
+            spread[physical] = spread.get(physical, 0.0) + units
             self._units[logical] = self._units.get(logical, 0.0) + units
             self._writes[logical] += 1
             if second > self._newest:
@@ -165,7 +247,7 @@ class HotKeyTracker:
 
     def _expire(self, newest: float) -> None:
         for second in sorted(s for s in self._seconds if s <= newest - self.window):
-            units, writes = self._seconds.pop(second)
+            units, writes, _ = self._seconds.pop(second)
             self._writes.subtract(writes)
             for key, spent in units.items():
                 self._units[key] -= spent
@@ -197,15 +279,51 @@ class HotKeyTracker:
                 key=lambda entry: (-entry[1], entry[0]),
             )
 
+    def _spread(self, logical: str) -> tuple[int, float, float]:
+        """(physical keys written, busiest second, busiest second of one physical key)."""
+        physical: set[str] = set()
+        peak = partition_peak = 0.0
+        with self._lock:
+            for units, _, spread in self._seconds.values():
+                peak = max(peak, units.get(logical, 0.0))
+                mine = spread.get(logical, {})
+                physical.update(mine)
+                partition_peak = max(partition_peak, *mine.values(), 0.0)
+        return len(physical), peak, partition_peak
+
     def _hot_key(self, logical: str, units: float, writes: int) -> HotKey:
+        seen, peak, partition_peak = self._spread(logical)
         return HotKey(
             logical_key=logical,
             writes=writes,
             write_units=units,
             per_second=units / self.window,
-            shards=self._live_shards(logical),
+            shards=self._live_shards(logical, seen),
             limit=self.partition_wcu,
+            peak_per_second=peak,
+            partition_peak=partition_peak,
         )
+
+    def partitions(self, n: int = 10) -> list[HotPartition]:
+        """The ``n`` busiest physical partition keys by their busiest second.
+
+        For a time-series model these are its buckets (``"<shard>#<hour>"``): a hot bucket
+        is one whose busiest second comes near the partition limit.
+        """
+        totals: dict[str, float] = {}
+        peaks: dict[str, float] = {}
+        self._window()  # expires what left the window
+        with self._lock:
+            for _, _, spread in self._seconds.values():
+                second: dict[str, float] = {}  # every logical key's writes to one partition
+                for keys in spread.values():
+                    for key, units in keys.items():
+                        second[key] = second.get(key, 0.0) + units
+                for key, units in second.items():
+                    totals[key] = totals.get(key, 0.0) + units
+                    peaks[key] = max(peaks.get(key, 0.0), units)
+        found = [HotPartition(k, totals[k], peaks[k], self.partition_wcu) for k in totals]
+        return sorted(found, key=lambda p: (-p.peak_per_second, p.key))[:n]
 
     def top(self, n: int = 10) -> list[HotKey]:
         """The ``n`` busiest keys, by the load on each of their shards.
@@ -227,14 +345,16 @@ class HotKeyTracker:
         hot = [k for k in keys if k.load >= self.threshold - 1e-12]
         return sorted(hot, key=lambda k: (-k.load, k.logical_key))
 
-    def _live_shards(self, logical: str) -> int:
+    def _live_shards(self, logical: str, seen: int) -> int:
+        if self._series is not None:
+            return max(1, seen)  # the entity's buckets written in the window
         if sharding_of(self.model).directory is None:
-            return self._fixed_shards()
+            return max(self._fixed_shards(), seen)
         found = self.model.shard_metadata(logical)
         return 1 if found is None else int(found.number_of_shards)
 
     def _fixed_shards(self) -> int:
-        """Shards a fixed-count key's writes spread over (1 when they go to one shard)."""
+        """Shards a random strategy spreads every key over (1 when none does)."""
         layout = sharding_of(self.model).key().layout
         count = 1
         for strategy in layout.strategies:

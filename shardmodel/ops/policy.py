@@ -41,6 +41,11 @@ DECREASES_PER_DAY = 27
 #: 5xx codes an on-demand table answers while it adapts to a traffic jump.
 CAPACITY_5XX = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 
+#: Operations that read: a throttle of one without ``ThrottlingReasons`` is a read throttle.
+READ_OPERATIONS = frozenset(
+    {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "ExecuteStatement"}
+)
+
 ActionKind = Literal["raise", "lower", "at-limit", "cooling", "partition", "on-demand", "failed"]
 
 
@@ -382,12 +387,18 @@ class TableThrottlePolicy:
 
 
 def _side_and_index(error: BaseException) -> tuple[Side, str | None]:
-    """The side (from ``ThrottlingReasons``; writes when none) and the index throttled."""
+    """The side (from ``ThrottlingReasons``, else the operation) and the index throttled."""
     side: Side = "write"
     index = None
-    found = getattr(getattr(error, "cause", None) or error, "response", None) or {}
+    cause = getattr(error, "cause", None) or error
+    found = getattr(cause, "response", None) or {}
     reasons = throttling_reasons(error)
-    if reasons and all("Read" in r for r in reasons):
+    reads = (
+        all("Read" in r for r in reasons)
+        if reasons
+        else (getattr(cause, "operation_name", None) in READ_OPERATIONS)
+    )
+    if reads:
         side = "read"
     for entry in found.get("ThrottlingReasons") or []:
         resource = str(entry.get("resource", ""))

@@ -73,11 +73,22 @@ class CapacityRow:
 
 @frozen
 class ThrottleReport:
-    """Throttles and capacity of one table and its indexes over the last ``minutes``."""
+    """Throttles and capacity of one table and its indexes over the last ``minutes``.
+
+    Attributes:
+        table: the table.
+        minutes: the window.
+        rows: the table's and each index's reads and writes.
+        user_errors: CloudWatch's ``UserErrors`` over the window: requests DynamoDB
+            refused as the client's fault (HTTP 400: validation, conditions,
+            throttles...) in the whole region, every table together; the hot-partition
+            guides' first check.
+    """
 
     table: str
     minutes: int
     rows: tuple[CapacityRow, ...]
+    user_errors: float = 0.0
 
     @property
     def scope(self) -> Scope | None:
@@ -113,8 +124,10 @@ class ThrottleReport:
             "table": "table-level: the table is at its capacity; raise it (UpdateTable)",
             "partition and table": "both a hot key and a table at its capacity",
         }[self.scope]
+        errors = f"UserErrors: {int(self.user_errors):,} (HTTP 400s of the region, every table)"
         return (
-            f"{self.table}, last {self.minutes} min (CloudWatch)\n{table(headers, rows)}\n{verdict}"
+            f"{self.table}, last {self.minutes} min (CloudWatch)\n{table(headers, rows)}\n"
+            f"{errors}\n{verdict}"
         )
 
 
@@ -158,8 +171,9 @@ def throttle_report(
 ) -> ThrottleReport:
     """Read CloudWatch for the throttles and capacity of ``model``'s table and its indexes.
 
-    Sends one DescribeTable and, per table or index and side, six GetMetricStatistics
-    calls (the bound: ``1 + 12 x (1 + indexes)`` requests).
+    Sends one DescribeTable, per table or index and side six GetMetricStatistics calls,
+    and one for the region's ``UserErrors`` (the bound: ``2 + 12 x (1 + indexes)``
+    requests).
 
     Args:
         model: the model (its table and region), or anything with ``Meta.table_name``.
@@ -207,4 +221,5 @@ def throttle_report(
                     provisioned=None if units is None else units[side] or None,
                 )
             )
-    return ThrottleReport(table=table, minutes=minutes, rows=tuple(rows))
+    user_errors = sum(_sum_series(cloudwatch, "UserErrors", [], start, end), 0.0)
+    return ThrottleReport(table=table, minutes=minutes, rows=tuple(rows), user_errors=user_errors)

@@ -20,10 +20,12 @@ from shardmodel.testing.servers import dynalite_server, free_port, wait_for_port
 from shardmodel.testing.simulator import CapacitySimulator, SimulatorError, throttling_reasons
 from shardmodel.testing.sizing import attribute_value_size, item_size, read_units, write_units
 from shardmodel.testing.tables import bind_models, create_tables, drop_tables
+from shardmodel.testing.verify import MAX_VERIFY_REQUESTS, PlanRun, verify_plan
 
 __all__ = [
     "FAKE_CREDENTIALS",
     "FAULT_KINDS",
+    "MAX_VERIFY_REQUESTS",
     "BurstResult",
     "CapacityLimits",
     "CapacitySimulator",
@@ -33,6 +35,7 @@ __all__ = [
     "LoadResult",
     "PartitionId",
     "PartitionUsage",
+    "PlanRun",
     "SimulatedClock",
     "SimulatorError",
     "Throttle",
@@ -48,6 +51,7 @@ __all__ = [
     "run_burst",
     "run_load",
     "throttling_reasons",
+    "verify_plan",
     "wait_for_port",
     "write_units",
 ]

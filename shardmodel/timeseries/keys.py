@@ -7,6 +7,7 @@ entity and time). :class:`SeriesLayout` is a model's checked declaration of both
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -195,6 +196,25 @@ class SeriesLayout:
     def partition_key(self, entity: str, moment: datetime) -> str:
         key = self.key_values(entity, moment)
         return self.pk().compose([s.pick(key, _UNUSED_RNG) for s in self.pk().layout.strategies])
+
+    def escalated(self, partition_key: str, sort_key: str, count: int) -> str:
+        """A hot entity's partition key: one of ``count`` sub-partitions of its bucket.
+
+        The sub-partition follows from the sort key (md5, stable across processes), so a
+        reading's key is known from the reading; sub-partition 0 is the bucket's own key,
+        so readings written before the escalation stay where readers look.
+        """
+        if count <= 1:
+            return partition_key
+        digest = hashlib.md5(sort_key.encode("utf-8"), usedforsecurity=False).digest()
+        sub = int.from_bytes(digest[:8], "big") % count
+        return partition_key if sub == 0 else f"{partition_key}{self.pk().layout.separator}{sub}"
+
+    def sub_partitions(self, partition_key: str, count: int) -> list[str]:
+        """Every sub-partition of one bucket's partition key (itself first)."""
+        return [partition_key] + [
+            f"{partition_key}{self.pk().layout.separator}{sub}" for sub in range(1, count)
+        ]
 
     def partitions(
         self, entity: str, low: datetime, high: datetime, *, what: str, bound: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
@@ -19,6 +19,7 @@ from shardmodel.engine.merge import MergedQuery, QueryIdentity, count_shards, dy
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
 from shardmodel.errors import QueryValidationError, ShardConfigurationError, ShardKeyError
 from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
+from shardmodel.keyspace.strategies import MAX_SHARDS
 from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
@@ -61,6 +62,25 @@ class TimeSeriesMeta(ShardedModelMeta):
     ) -> None:
         super().__init__(name, bases, namespace, discriminator)
         cls._series_layout = _configure(cls)
+
+
+def _hot_count(cls: Any, entity: str) -> int:
+    """The sub-partitions ``Meta.hot_entities`` declares for ``entity`` (1: none)."""
+    hot = getattr(cls.Meta, "hot_entities", None)
+    if hot is None:
+        return 1
+    if not isinstance(hot, Mapping):
+        raise ShardConfigurationError(
+            f"{cls.__name__}.Meta.hot_entities = {hot!r}: give a dict of entity to "
+            'sub-partitions, e.g. {"sensor-hot": 4}'
+        )
+    count = hot.get(entity, 1)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
+        raise ShardConfigurationError(
+            f"{cls.__name__}.Meta.hot_entities[{entity!r}] = {count!r}: give an int from 1 "
+            f"to {MAX_SHARDS}, and never lower it (readers look only as far as it says)"
+        )
+    return count
 
 
 def _configure(cls: Any) -> SeriesLayout | None:
@@ -128,6 +148,12 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
     plain attributes; both keys are computed on save. The entity and time are stored in
     the sort key only, and filled back from it on load, so items written by hand in the
     same layout load unchanged.
+
+    A hot entity (one sensor past a partition's 1,000 WCU in its hour) escalates with
+    ``Meta.hot_entities = {"sensor-hot": 4}``: its readings spread over that many
+    sub-partitions of each bucket (``7#2023-10-27T15``, ``7#2023-10-27T15#1``, ...), picked
+    by the sort key's hash, and range reads merge them back in time order. Raise a count,
+    never lower it: readers look only as far as it says.
     """
 
     _series_layout: ClassVar[SeriesLayout | None] = None
@@ -164,7 +190,8 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         if loaded is not None and loaded[1] == sort_key:
             partition_key = loaded[0]  # keep the stored item's partition, as it was written
         else:
-            partition_key = layout.partition_key(entity, moment)
+            bucket = layout.partition_key(entity, moment)
+            partition_key = layout.escalated(bucket, sort_key, _hot_count(type(self), entity))
         setattr(self, layout.partition_name, partition_key)
         setattr(self, layout.sort_name, sort_key)
 
@@ -317,13 +344,16 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
                     f"{name}.{what}(filter_condition=...): {attribute!r} is stored in the "
                     "sort key, not as an attribute; bound the time with start and end instead"
                 )
-        partitions = layout.partitions(
-            entity,
-            low,
-            high,
-            what=f"{name}.{what}({entity!r})",
-            bound=request_bound(cls, max_requests),
-        )
+        bound = request_bound(cls, max_requests)
+        where = f"{name}.{what}({entity!r})"
+        partitions = layout.partitions(entity, low, high, what=where, bound=bound)
+        count = _hot_count(cls, entity)
+        if count > 1:  # a hot entity: every sub-partition of each bucket, merged in order
+            partitions = [
+                [sub for key in bucket for sub in layout.sub_partitions(key, count)]
+                for bucket in partitions
+            ]
+            check_fan_out(where, sum(len(bucket) for bucket in partitions), bound)
         sort = layout.sk()
         condition = sort.between(sort.compose(entity, low), sort.compose(entity, high))
         return entity, partitions, condition
@@ -467,9 +497,11 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         entity = layout.check_entity(entity, f"{name}.get_reading(entity)")
         moment = to_utc(f"{name}.get_reading(at)", at)
         check_fan_out(f"{name}.get_reading({entity!r})", 1, request_bound(cls))
+        sort_key = layout.sk().compose(entity, moment)
+        bucket = layout.partition_key(entity, moment)
         return cls.get(
-            layout.partition_key(entity, moment),
-            layout.sk().compose(entity, moment),
+            layout.escalated(bucket, sort_key, _hot_count(cls, entity)),
+            sort_key,
             consistent_read=consistent_read,
             attributes_to_get=cls._series_projection(attributes_to_get),
         )

@@ -1,4 +1,5 @@
-"""Operations against moto and dynalite servers: grow_shards, the CLI, the throttle policy."""
+"""Operations against moto and dynalite servers: grow_shards, the CLI, the throttle policy,
+prewarming."""
 
 from __future__ import annotations
 
@@ -116,10 +117,33 @@ def test_hot_on_a_server(
         )
     for n in range(12):
         DynamicEvent("busy", n).save()
-    assert main(["hot", "tests.models:DynamicEvent", "--host", url, "--minutes", "5"]) == 0
-    out = capsys.readouterr().out
+    code = main(["hot", "tests.models:DynamicEvent", "--host", url, "--minutes", "5"])
+    out, err = capsys.readouterr()
     if backend == "moto":
+        assert code == 0
         assert "no throttling" in out and "hot keys: 12 writes read from the stream" in out
         assert any(line.split()[:2] == ["busy", "12"] for line in out.splitlines())
-    else:  # dynalite serves neither CloudWatch nor streams
-        assert "CloudWatch report unavailable" in out and "has no stream" in out
+    else:  # dynalite serves neither CloudWatch nor streams: one line, exit code 1
+        assert code == 1 and "throttles: CloudWatch unavailable" in out
+        assert err.count("\n") == 1
+        assert "CloudWatch unavailable" in err and "has no stream" in err
+
+
+def test_prewarm_on_a_server(
+    backend: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """moto keeps warm throughput (DescribeTable shows it); dynalite refuses it."""
+    url = _url(backend, request)
+    args = ["prewarm", "tests.models:DynamicEvent", "--host", url, "--item-bytes", "1024"]
+    code = main([*args, "--writes-per-second", "3000"])
+    out, err = capsys.readouterr()
+    keys = {k: v for k, v in CREDENTIALS.items() if k != "region"}
+    client = boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1", **keys)
+    table = client.describe_table(TableName="dynamic-events")["Table"]
+    if backend == "moto":
+        assert code == 0 and "UpdateTable sent" in out
+        assert table["WarmThroughput"]["WriteUnitsPerSecond"] == 6000
+    else:  # no WarmThroughput in its answers; it refuses the update: one line, exit 1
+        assert "WarmThroughput" not in table
+        assert code == 1 and err.count("\n") == 1
+        assert "ValidationException" in err and "UpdateTable" in err

@@ -14,11 +14,21 @@ RATE = st.floats(min_value=0, max_value=1e6, allow_nan=False)
 UNITS = st.integers(min_value=0, max_value=10**6)
 
 
-@given(item=ITEM, reads=RATE, items=st.integers(1, 1000), writes=RATE, strong=st.booleans())
-def test_the_count_is_the_fewest_partitions_that_hold_the_units(
-    item: int, reads: float, items: int, writes: float, strong: bool
+HEADROOM = st.floats(min_value=1, max_value=10, allow_nan=False)
+
+
+@given(
+    item=ITEM,
+    reads=RATE,
+    items=st.integers(1, 1000),
+    writes=RATE,
+    strong=st.booleans(),
+    headroom=HEADROOM,
+)
+def test_the_count_is_the_fewest_partitions_that_hold_the_units_with_the_headroom(
+    item: int, reads: float, items: int, writes: float, strong: bool, headroom: float
 ) -> None:
-    plan = shards_for(item, reads, items, writes, strong)
+    plan = shards_for(item, reads, items, writes, strong, headroom)
     assert plan.write_units == writes * math.ceil(item / 1024)
     assert plan.read_units == reads * query_units(item, items, strong)
     for units, limit, count in (
@@ -26,8 +36,8 @@ def test_the_count_is_the_fewest_partitions_that_hold_the_units(
         (plan.read_units, 3000, plan.read_shards),
     ):
         assert count >= 1
-        assert count * limit >= units * (1 - 1e-9)  # enough
-        assert count == 1 or (count - 1) * limit < units * (1 + 1e-9)  # and no more
+        assert count * limit >= units * headroom * (1 - 1e-9)  # enough
+        assert count == 1 or (count - 1) * limit < units * headroom * (1 + 1e-9)  # no more
     assert plan.shards == max(plan.read_shards, plan.write_shards)
 
 

@@ -53,25 +53,55 @@ def test_units_round_like_dynamodb() -> None:
 
 
 def test_shards_for_a_write_heavy_key() -> None:
-    """5,000 writes/s of 1.5 KB: 2 WCU each, so 10 shards; the same bytes in 1 KB items, 8.
+    """5,000 writes/s of 1.5 KB: 2 WCU each, 10 partitions' worth, 20 shards with 2x headroom.
 
     Units are rounded per item, not over the byte rate: 7,500 writes/s of 1 KB carry the
     same 7,680,000 bytes/s and need 7,500 WCU.
     """
     plan = shards_for(item_bytes=1536, writes_per_second=5000)
-    assert (plan.write_units, plan.write_shards, plan.read_shards) == (10000, 10, 1)
-    assert plan.shards == 10 and plan.binding == "writes"
-    same_bytes = shards_for(item_bytes=1024, writes_per_second=7500)
+    assert (plan.write_units, plan.write_shards, plan.read_shards) == (10000, 20, 1)
+    assert plan.shards == 20 and plan.binding == "writes" and plan.headroom == 2
+    assert plan.suggestion == "random"
+    same_bytes = shards_for(item_bytes=1024, writes_per_second=7500, headroom=1)
     assert (same_bytes.write_units, same_bytes.write_shards) == (7500, 8)
 
 
 def test_shards_for_a_read_heavy_key() -> None:
     """Queries of 25 items of 800 bytes: 20,000 bytes round up to 20 KB, 5 RCU strong."""
     strong = shards_for(800, reads_per_second=2000, items_per_read=25, consistent=True)
-    assert (strong.read_units, strong.read_shards, strong.write_shards) == (10000, 4, 1)
-    assert strong.binding == "reads"
-    eventual = shards_for(800, reads_per_second=2000, items_per_read=25)
+    assert (strong.read_units, strong.read_shards, strong.write_shards) == (10000, 7, 1)
+    assert strong.binding == "reads" and strong.suggestion == "hashed"
+    eventual = shards_for(800, reads_per_second=2000, items_per_read=25, headroom=1)
     assert (eventual.read_units, eventual.read_shards) == (5000, 2)
+
+
+def test_headroom_is_twice_by_default_and_bounded() -> None:
+    """The guides' 2x: the default; 1 (none) to 10 accepted, anything else named."""
+    assert shards_for(1024, writes_per_second=1000).write_shards == 2
+    assert shards_for(1024, writes_per_second=1000, headroom=1).write_shards == 1
+    assert shards_for(1024, writes_per_second=1000, headroom=10).write_shards == 10
+    for bad in (0.5, 11, float("nan"), True):
+        with pytest.raises(ValueError, match=r"^headroom="):
+            shards_for(1024, writes_per_second=1000, headroom=bad)
+
+
+def test_writes_that_bind_still_suggest_hashing_when_whole_key_queries_would_throttle() -> None:
+    """RandomShards makes every Query read every shard: a shard pays each Query's minimum.
+
+    3,000 writes/s of 1 KB want 6 shards; 4,000 Queries a second of one item each cost
+    every shard 0.5 RCU per Query, 2,000 RCU/s, over 3,000 / 2: hash on what reads fix.
+    """
+    plan = shards_for(1024, reads_per_second=4000, writes_per_second=3000)
+    assert (plan.binding, plan.shards, plan.fan_out_units) == ("writes", 6, 2000)
+    assert plan.suggestion == "hashed"
+    assert shards_for(1024, reads_per_second=100, writes_per_second=3000).suggestion == "random"
+    assert shards_for(1024, writes_per_second=100).suggestion == "none"
+
+
+def test_an_item_over_400_kb_is_refused() -> None:
+    assert write_units(400 * 1024) == 400
+    with pytest.raises(ValueError, match=r"^item_bytes=409601: DynamoDB caps an item at 400 KB"):
+        shards_for(400 * 1024 + 1)
 
 
 def test_an_idle_key_needs_one_shard() -> None:
@@ -92,6 +122,8 @@ def test_an_idle_key_needs_one_shard() -> None:
         (lambda: shards_for(100, writes_per_second=True), "writes_per_second"),
         (lambda: shards_for(100, writes_per_second=float("inf")), "writes_per_second"),
         (lambda: shards_for(100, consistent="yes"), "consistent"),  # type: ignore[arg-type]
+        (lambda: shards_for(100, headroom=0), "headroom"),
+        (lambda: shards_for(500_000), "item_bytes"),
     ],
 )
 def test_bad_input_names_the_argument(call: Callable[[], object], name: str) -> None:

@@ -43,7 +43,7 @@ def test_version_and_help_list_every_command(capsys: Capture) -> None:
     assert capsys.readouterr().out.strip() == f"shardmodel {__version__}"
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("demo", "shards", "plan", "hot", "boundaries", "reshard"):
+    for name in ("demo", "shards", "plan", "prewarm", "hot", "boundaries", "reshard"):
         assert name in out
 
 
@@ -56,7 +56,7 @@ def test_help_lists_the_commands_in_their_order_and_the_public_names_stay(
     for name in ("COMMANDS", "CommandError", "add_command", "command", "load_model", "main"):
         assert hasattr(cli, name)
     assert main(["--help"]) == 0
-    assert "{demo,shards,plan,hot,boundaries,reshard}" in capsys.readouterr().out
+    assert "{demo,shards,plan,prewarm,hot,boundaries,reshard}" in capsys.readouterr().out
 
 
 def test_boundaries_and_reshard_help_show_defaults(capsys: Capture) -> None:
@@ -112,15 +112,58 @@ def test_the_console_script_imports_models_from_the_current_directory(tmp_path: 
         timeout=120,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "has no DynamicShards partition key" in done.stderr  # imported, then refused
     assert done.stderr.count("\n") == 1
 
 
 def test_debug_shows_the_traceback(capsys: Capture) -> None:
-    assert main(["shards", "tests.models:RandomEvent", "--debug"]) == 1
+    assert main(["shards", "tests.models:RandomEvent", "--debug"]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" in err and err.strip().endswith("its count is fixed")
+    assert "Traceback" in err
+    assert err.strip().endswith("its count is fixed (see shardmodel shards --help)")
+
+
+def test_the_sdk_logs_are_silent_unless_debug(
+    capsys: Capture, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """botocore's "Found credentials in ..." (INFO) stays off the terminal; --debug shows it."""
+    import logging
+
+    from shardmodel.cli import plan
+
+    def run(args: object) -> int:
+        logging.getLogger("botocore.credentials").info("Found credentials in environment")
+        return 0
+
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(plan, "_plan", run)  # the command as registered, looked up per run
+    assert main(["plan", "--item-bytes", "100"]) == 0
+    assert "Found credentials" not in caplog.text
+    assert main(["plan", "--item-bytes", "100", "--debug"]) == 0
+    assert "Found credentials" in caplog.text
+    assert logging.getLogger("botocore").level == logging.NOTSET  # put back
+
+
+def test_a_local_endpoint_without_credentials_is_told_how_to_give_some(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.models import DynamicEvent
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    host = f"http://127.0.0.1:{free_port()}"
+    try:
+        assert main(["shards", "tests.models:DynamicEvent", "--host", host]) == 1
+    finally:
+        DynamicEvent.Meta.host = None  # type: ignore[attr-defined]
+        DynamicEvent._connection = None
+    _one_line_error(
+        capsys, "Unable to locate credentials", "export AWS_ACCESS_KEY_ID=local AWS_SECRET"
+    )
 
 
 # -- demo --------------------------------------------------------------------------------
@@ -200,11 +243,11 @@ def test_shards_grow_to_records_history_and_refuses_a_smaller_count(capsys: Capt
 @pytest.mark.parametrize(
     ("args", "code", "phrases"),
     [
-        (["tests.models.DynamicEvent"], 1, ["module:Class"]),
+        (["tests.models.DynamicEvent"], 2, ["module:Class"]),
         (["tests.nowhere:X"], 1, ["cannot import 'tests.nowhere'"]),
         (["tests.models:Nobody"], 1, ["has no class 'Nobody'"]),
-        (["tests.models:RandomEvent"], 1, ["count is fixed"]),
-        (["tests.models:DynamicEvent", "--compact"], 1, ["need --key"]),
+        (["tests.models:RandomEvent"], 2, ["count is fixed"]),
+        (["tests.models:DynamicEvent", "--compact"], 2, ["need --key"]),
         (["tests.models:DynamicEvent", "--key", "k", "--shrink-to", "0"], 2, ["--shrink-to"]),
         (["tests.models:DynamicEvent", "--key", "k", "--grow-to", "x"], 2, ["--grow-to"]),
         (
@@ -256,18 +299,19 @@ def test_plan_prints_units_shards_and_the_strategy_line(capsys: Capture) -> None
     assert out[3].split()[:3] == ["writes", "2", "WCU"] and out[3].split()[-3:] == [
         "10,000",
         "1,000",
-        "10",
+        "20",
     ]
-    assert "binding: writes, 10 shards" in out
-    assert "strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards(10))" in out
+    assert "headroom: 2x (each shard planned at 50% of its partition's limit)" in out
+    assert "binding: writes, 20 shards" in out
+    assert "strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards(20))" in out
 
 
 def test_plan_suggests_hashed_shards_when_reads_bind(capsys: Capture) -> None:
     args = ["--item-bytes", "800", "--reads-per-second", "2000", "--items-per-read", "25"]
     assert main(["plan", *args, "--consistent"]) == 0
     out = capsys.readouterr().out
-    assert "5 RCU a Query (25 x 800 B, strong)" in out and "binding: reads, 4 shards" in out
-    assert 'HashShards(4, on=["<attribute your reads fix>"])' in out
+    assert "5 RCU a Query (25 x 800 B, strong)" in out and "binding: reads, 7 shards" in out
+    assert 'HashShards(7, on=["<attribute your reads fix>"])' in out
     assert main(["plan", "--item-bytes", "100"]) == 0
     assert "strategy: none needed" in capsys.readouterr().out
 
@@ -281,11 +325,56 @@ def test_plan_suggests_hashed_shards_when_reads_bind(capsys: Capture) -> None:
         ["--item-bytes", "100", "--reads-per-second", "-5"],
         ["--item-bytes", "100", "--writes-per-second", "inf"],
         ["--item-bytes", "100", "--items-per-read", "0"],
+        ["--item-bytes", "500000"],
+        ["--item-bytes", "100", "--writes-per-second", "1e12"],
+        ["--item-bytes", "100", "--headroom", "0.5"],
+        ["--item-bytes", "100", "--verify", "--seconds", "600"],
+        ["--item-bytes", "400000", "--writes-per-second", "900000"],
     ],
 )
 def test_plan_errors_are_one_line(capsys: Capture, bad: list[str]) -> None:
     assert main(["plan", *bad]) == 2
     _one_line_error(capsys, "shardmodel plan: error:")
+
+
+@pytest.mark.parametrize(
+    ("args", "phrases"),
+    [
+        (["--item-bytes", "500000"], ["--item-bytes", "409,600", "DynamoDB's 400 KB item limit"]),
+        (
+            ["--item-bytes", "100", "--writes-per-second", "1e12"],
+            ["--writes-per-second", "at most 1,000,000", "what 1,000 partitions accept"],
+        ),
+        (
+            ["--item-bytes", "400000", "--writes-per-second", "900000"],
+            ["needs 703,800 shards", "over the 1,000 a strategy takes", "lower --headroom"],
+        ),
+    ],
+)
+def test_plan_names_the_limit_a_wild_number_breaks(
+    capsys: Capture, args: list[str], phrases: list[str]
+) -> None:
+    assert main(["plan", *args]) == 2
+    _one_line_error(capsys, *phrases)
+
+
+def test_plan_verify_runs_the_suggested_layout_with_no_throttle(capsys: Capture) -> None:
+    """The issue's planner case, scaled to a second: RandomShards(20) takes it, none lost."""
+    args = ["--item-bytes", "500", "--writes-per-second", "5000", "--seconds", "1"]
+    assert main(["plan", *args, "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "RandomShards(10)" in out
+    assert "verify: RandomShards(10) on the capacity simulator, 1 s: 5,000 writes" in out
+    assert "0 write / 0 read throttles" in out and "verify: passed" in out
+
+
+def test_plan_verify_fails_a_layout_without_headroom(capsys: Capture) -> None:
+    """Sized for the mean (headroom 1), random shards throttle: exit code 1, one line."""
+    args = ["--item-bytes", "500", "--writes-per-second", "5000", "--seconds", "1"]
+    assert main(["plan", *args, "--headroom", "1", "--verify"]) == 1
+    captured = capsys.readouterr()
+    assert "verify: RandomShards(5)" in captured.out
+    assert "the suggested layout throttled" in captured.err and "raise --headroom" in captured.err
 
 
 def test_plan_help_shows_defaults(capsys: Capture) -> None:
@@ -368,17 +457,63 @@ def test_hot_prints_the_throttle_report_and_the_hot_keys(capsys: Capture) -> Non
     assert write_row.split()[2:4] == ["7", "0.2"]  # 7 throttles, 60 WCU over 5 minutes
     assert "hot keys: 31 writes read from the stream, last 5 min" in out
     hot = next(line for line in lines if line.startswith("hot  "))
-    assert hot.split()[:4] == ["hot", "30", "0.1", "3"]
-    assert hot.split()[4] == "111%"  # 0.1 WCU/s over 3 shards of 0.03
+    assert hot.split()[:3] == ["hot", "30", "0.1"] and hot.split()[4] == "3"
+    assert float(hot.split()[3]) >= 10  # the peak: 30 writes in a second or two (real time)
+    assert hot.split()[5] == "111%"  # 0.1 WCU/s over 3 shards of 0.03
     assert "grew 'hot' to 5 shards" in out and "grew 'cold'" not in out  # 80% headroom
     assert DynamicEvent.shard_metadata("hot").number_of_shards == 5  # type: ignore[union-attr]
 
 
 @pytest.mark.usefixtures("tables")
-def test_hot_without_a_stream_says_how_to_get_one(capsys: Capture) -> None:
-    assert main(["hot", "tests.models:RandomEvent"]) == 0
+def test_hot_without_a_stream_says_how_to_get_one_and_fails(capsys: Capture) -> None:
+    """The report still prints; the missing source is the one-line error, exit code 1."""
+    assert main(["hot", "tests.models:RandomEvent"]) == 1
+    captured = capsys.readouterr()
+    assert "no throttling" in captured.out
+    assert captured.err.count("\n") == 1 and "has no stream; enable one" in captured.err
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_without_cloudwatch_says_why_in_one_line_and_fails(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    import shardmodel.ops
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "GetMetricData")
+
+    monkeypatch.setattr(shardmodel.ops, "throttle_report", refuse)
+    _enable_stream("random-events")
+    assert main(["hot", "tests.models:RandomEvent"]) == 1
+    captured = capsys.readouterr()
+    assert "hot keys: 0 writes read from the stream" in captured.out
+    assert captured.err.count("\n") == 1
+    assert "error: CloudWatch unavailable: ClientError: An error occurred (AccessDenied)" in (
+        captured.err
+    )
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_shows_a_time_series_models_hot_sensor_and_bucket(capsys: Capture) -> None:
+    from datetime import datetime, timezone
+
+    from tests.models import SeriesReading
+
+    _enable_stream("series-readings")
+    at = datetime(2023, 10, 27, 15, tzinfo=timezone.utc)
+    for n in range(20):
+        SeriesReading(sensor_id="sensor-hot", timestamp=at.replace(second=n)).save()
+    SeriesReading(sensor_id="sensor-cold", timestamp=at).save()
+    args = ["hot", "tests.models:SeriesReading", "--partition-wcu", "0.01"]
+    assert main(args) == 0
     out = capsys.readouterr().out
-    assert "no throttling" in out and "has no stream; enable one" in out
+    assert "hot entities: 21 writes read from the stream" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert [r[0] for r in rows if r and r[0].startswith("sensor-")] == ["sensor-hot", "sensor-cold"]
+    bucket = next(r for r in rows if r and r[0].endswith("#2023-10-27T15"))
+    assert bucket[1] in ("20", "21")  # the hot sensor's bucket (the cold one may share it)
 
 
 @pytest.mark.usefixtures("tables")
@@ -401,11 +536,14 @@ def test_hot_takes_a_provisioned_tables_partition_share(capsys: Capture) -> None
 @pytest.mark.parametrize(
     ("args", "code", "phrases"),
     [
-        (["tests.models"], 1, ["module:Class"]),
-        (["tests.models:PlainEvent"], 1, ["not a ShardedModel"]),
-        (["tests.models:RandomEvent", "--grow"], 1, ["no DynamicShards key to grow"]),
+        (["tests.models"], 2, ["module:Class"]),
+        (["tests.models:PlainEvent"], 2, ["not a ShardedModel"]),
+        (["tests.models:NoSuchModel"], 1, ["has no class 'NoSuchModel'"]),
+        (["tests.models:RandomEvent", "--grow"], 2, ["no DynamicShards key to grow"]),
         (["tests.models:RandomEvent", "--minutes", "0"], 2, ["--minutes"]),
-        (["tests.models:RandomEvent", "--partition-wcu", "0"], 1, ["--partition-wcu"]),
+        (["tests.models:RandomEvent", "--minutes", "5000"], 2, ["stream keeps 24 hours"]),
+        (["tests.models:RandomEvent", "--partition-wcu", "0"], 2, ["--partition-wcu"]),
+        (["tests.models:RandomEvent", "--partition-wcu", "2000"], 2, ["1,000 WCU"]),
         (["tests.models:RandomEvent", "--partition-wcu", "-1"], 2, ["--partition-wcu"]),
         (["tests.models:RandomEvent", "--host", "nowhere"], 2, ["--host"]),
     ],

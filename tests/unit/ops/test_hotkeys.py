@@ -79,11 +79,24 @@ def test_fixed_strategies_report_their_spread() -> None:
     (key,) = spread.top()
     assert (key.per_second, key.shards, key.needed_shards) == (50.0, 10, 5)
     assert key.load == 0.5 and spread.hot() == []
-    hashed = HotKeyTracker(HashedEvent, window=10, partition_wcu=10, clock=clock)
-    hashed.record(_burst("h", 50, range(40, 50), shards=4))
-    assert hashed.top()[0].shards == 1  # a hashed key's item goes to one known shard
     with pytest.raises(ValueError, match="no DynamicShards key"):
         spread.grow_hot()
+
+
+def test_a_key_hashed_on_its_sort_key_spreads_like_random_shards() -> None:
+    """The issue's case: HashShards(8, on=[timestamp]) spreads one key over 8 shards.
+
+    It used to count as one shard, load 0.9 where the same records under RandomShards
+    give about 0.1: the writes reached 8 physical keys, so the key has 8 shards.
+    """
+    loads = []
+    for model, shards in ((HashedEvent, 8), (RandomEvent, 10)):
+        tracker = HotKeyTracker(model, window=10, partition_wcu=80, clock=SimulatedClock(49.5))
+        tracker.record(_burst("k", 72, range(40, 50), shards=shards))
+        (key,) = tracker.top()
+        loads.append((key.shards, round(key.load, 2)))
+        assert tracker.hot() == []
+    assert loads == [(8, 0.11), (10, 0.09)]
 
 
 @pytest.mark.parametrize(
@@ -142,3 +155,42 @@ def test_records_of_other_layouts_and_tables_are_skipped(caplog: pytest.LogCaptu
     assert tracker.record([*foreign, _record("a#1", 5, 2)]) == 1
     assert "stream key 'no-suffix' skipped" in caplog.text
     assert [(k.logical_key, k.writes) for k in tracker.top()] == [("a", 1)]
+
+
+def _reading(bucket: str, sensor: str, at: float, n: int) -> dict[str, Any]:
+    """A stream record of SeriesReading: PK ``<shard>#<hour>``, SK ``<sensor>#<time>``."""
+    keys = {"PK": {"S": bucket}, "SK": {"S": f"{sensor}#2023-10-27T15:00:{n % 60:02d}.{n:06d}Z"}}
+    return {
+        "eventName": "INSERT",
+        "dynamodb": {"ApproximateCreationDateTime": at, "Keys": keys, "NewImage": keys},
+    }
+
+
+def test_a_time_series_model_shows_its_hot_sensor_and_its_hot_bucket() -> None:
+    """The time-series guide's hot sensor: 2,000 writes/s into one bucket, twice a partition."""
+    from tests.models import SeriesReading
+
+    clock = SimulatedClock(start=104.5)
+    tracker = HotKeyTracker(SeriesReading, window=5, clock=clock)
+    hot = [_reading("3#2023-10-27T15", "sensor-hot", 100 + n / 2000, n) for n in range(10_000)]
+    cold = [
+        _reading(f"{n % 10}#2023-10-27T15", f"sensor-{n:03d}", 100 + n / 100, n) for n in range(500)
+    ]
+    assert tracker.record(hot + cold) == 10_500
+    top = tracker.top(2)
+    assert top[0].logical_key == "sensor-hot"
+    assert (top[0].shards, top[0].per_second, top[0].load) == (1, 2000.0, 2.0)
+    assert top[0].peak_load == 2.0
+    assert [k.logical_key for k in tracker.hot()] == ["sensor-hot"]
+    bucket = tracker.partitions(1)[0]
+    assert (bucket.key, bucket.peak_per_second) == ("3#2023-10-27T15", 2010.0)  # hot + cold
+    assert bucket.peak_load == 2.01
+
+
+def test_a_burst_shows_its_peak_second_not_the_windows_average() -> None:
+    """3,000 writes in one second of a 15-minute window: 3.3 WCU/s on average, 3,000 at peak."""
+    tracker = HotKeyTracker(RandomEvent, window=900, clock=SimulatedClock(start=1000.5))
+    tracker.record(_burst("sale", 3000, range(1000, 1001), shards=10))
+    (key,) = tracker.top()
+    assert round(key.per_second, 1) == 3.3 and key.load < 0.01
+    assert (key.peak_per_second, key.partition_peak, key.peak_load) == (3000.0, 300.0, 0.3)

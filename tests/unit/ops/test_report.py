@@ -147,3 +147,18 @@ def test_an_on_demand_table(cloudwatch: object) -> None:
 def test_the_window_is_checked() -> None:
     with pytest.raises(ValueError, match="minutes"):
         throttle_report(Click, minutes=0)
+
+
+def test_user_errors_are_in_the_report(cloudwatch: object) -> None:
+    """The hot-partition guide's first check: the region's HTTP 400s, every table."""
+    cloudwatch.put_metric_data(  # type: ignore[attr-defined]
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {"MetricName": "UserErrors", "Timestamp": NOW - timedelta(minutes=2), "Value": 12}
+        ],
+    )
+    report = throttle_report(Click, cloudwatch=cloudwatch, now=lambda: NOW)
+    assert report.user_errors == 12
+    assert "UserErrors: 12 (HTTP 400s of the region, every table)" in report.render()
+    quiet = throttle_report(Click, cloudwatch=cloudwatch, now=lambda: NOW + timedelta(hours=1))
+    assert quiet.user_errors == 0
