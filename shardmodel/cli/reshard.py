@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 from shardmodel.cli.arguments import endpoint, load_model, number, whole
 from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
@@ -137,6 +138,40 @@ def run_reshard(args: argparse.Namespace) -> int:
         model._connection = None
     try:
         operator = Reshard(model)
+    except ShardModelError as error:
+        raise CommandError(f"{error}") from None
+    try:
+        return _run(operator, args)
+    except KeyboardInterrupt:
+        sys.stderr.write(interrupted(operator, args) + "\n")
+        return 130
+
+
+def interrupted(operator: Reshard, args: argparse.Namespace) -> str:
+    """What an operator needs after Ctrl-C: where the migration stands, how to resume."""
+    state = operator.status()
+    host = f" --host {args.host}" if args.host else ""
+    base = f"shardmodel reshard {args.model}{host}"
+    if state is None:
+        return f"interrupted before the migration started; nothing was written. Run: {base} ..."
+    lines = [f"interrupted: {describe(operator, state)}"]
+    for progress in operator.job_progress(state):
+        if not progress.done:
+            where = "its start" if progress.checkpoint is None else f"{progress.checkpoint}"
+            lines.append(
+                f"  segment {progress.segment}: {progress.scanned:,} items scanned, resumes "
+                f"after {where}"
+            )
+    lines.append(
+        f"resume with: {base} --to {state.new_count} --segments {state.segments} "
+        f"--settle {state.settle_seconds:g}   (or --step, one step at a time)"
+    )
+    return "\n".join(lines)
+
+
+def _run(operator: Reshard, args: argparse.Namespace) -> int:
+    model = operator.model
+    try:
         if args.dry_run:
             if args.to is None:
                 raise UsageError("--dry-run: give --to N")

@@ -36,6 +36,7 @@ from shardmodel.migration import (
     Phase,
     Progress,
     Reshard,
+    ScanJob,
     follow,
     unfollow,
 )
@@ -733,7 +734,7 @@ def test_cli_dry_run_and_one_step_at_a_time(
             break
     assert any("backfill: 2/2 segments done" in line for line in phases)
     assert "phase done" in phases[-1]
-    assert main(["reshard", model, "--segment", "0"]) == 1
+    assert main(["reshard", model, "--segment", "0"]) == 2  # a usage error
     assert re.search("pass --segments 2", capsys.readouterr().err)
     assert main(["reshard", model, "--finish"]) == 1  # the sweep has not run
     assert "run it first" in capsys.readouterr().err
@@ -744,8 +745,40 @@ def test_cli_dry_run_and_one_step_at_a_time(
     assert main(["reshard", model, "--finish"]) == 1  # the old code is still deployed
     assert "deploy the code that declares 32" in capsys.readouterr().err
     assert main(["reshard", "tests.migration_models:ReadingAt32", "--finish"]) == 0
-    assert main(["reshard", "nonsense", "--status"]) == 1
+    assert main(["reshard", "nonsense", "--status"]) == 2  # a usage error
     assert re.search("module:Class", capsys.readouterr().err)
+
+
+def test_ctrl_c_prints_the_phase_the_checkpoints_and_the_command_that_resumes(
+    migration_tables: SimulatedClock,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for seq in range(30):
+        Reading(sensor="k", seq=seq, value="v").save()
+    model = "tests.migration_models:Reading"
+    original = ScanJob._handle
+    seen = {"n": 0}
+
+    def interrupted(self: Any, raw: Any) -> int:
+        seen["n"] += 1
+        if seen["n"] == 25:  # in the backfill's third page
+            raise KeyboardInterrupt
+        return original(self, raw)
+
+    monkeypatch.setattr(ScanJob, "_handle", interrupted)
+    code = main(["reshard", model, "--to", "32", "--settle", "0", "--page-size", "10"])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "phase backfill" in err
+    assert "segment 0: 20 items scanned, resumes after {" in err
+    assert (
+        "resume with: shardmodel reshard tests.migration_models:Reading --to 32 --segments 1 "
+        "--settle 0" in err
+    )
+    monkeypatch.undo()
+    assert main(["reshard", model, "--to", "32", "--settle", "0"]) == 0  # resumed to done
+    assert "phase done" in capsys.readouterr().out
 
 
 def test_transactions_are_refused_while_an_item_may_have_two_copies(
