@@ -22,7 +22,9 @@ from typing import Any, Generic, TypeVar
 
 from attrs import frozen
 
+from shardmodel.engine.cursor import decode_cursor, raw_key
 from shardmodel.engine.items import instance_key_values, key_text, sharded
+from shardmodel.engine.query_plan import cursor_secret
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import CursorError
 from shardmodel.keyspace.phases import (
@@ -90,6 +92,7 @@ class IndexCopies:
     migration: ActiveMigration
     index_sort: Any  # the index's sort key attribute (None: none)
     resumed: Place | None
+    forward: bool = True
 
     def keep(self, item: Any) -> bool:
         """True for the copy of ``item`` that holds it (asking the table where it moves)."""
@@ -134,7 +137,7 @@ class IndexCopies:
         if sort is None:
             return False
         mark = _order(self.resumed.sort)
-        if sort < mark:
+        if (sort < mark) if self.forward else (sort > mark):
             return True
         return sort == mark and self.ident(item) in self.resumed.items
 
@@ -193,13 +196,57 @@ def _order(sort: Any) -> Any:
     return str(text).encode("utf-8")
 
 
-def index_copies(model: Any, token: Any, index_sort: Any) -> tuple[IndexCopies | None, Any]:
-    """The copy rule of an index read of ``model`` (None: no migration) and its cursor."""
+def index_copies(
+    model: Any, token: Any, index_sort: Any, forward: bool = True
+) -> tuple[IndexCopies | None, Any]:
+    """The copy rule of an index read of ``model`` (None: no migration) and its cursor;
+    ``forward``: the read's direction (what a resumed read returned already sorts before
+    its place, or after it when descending)."""
     start, place = split_cursor(token)
     migration = sharding_of(model).migration()
     if migration is None:
         return None, start
-    return IndexCopies(model, migration, index_sort, place), start
+    if place is None and start is not None and index_sort is not None:
+        place = _place_of(model, start, index_sort, forward)
+    return IndexCopies(model, migration, index_sort, place, forward), start
+
+
+def _place_of(model: Any, start: Any, index_sort: Any, forward: bool) -> Place | None:
+    """The place of a cursor taken without one (before the migration began).
+
+    A moved item's index entry has another table key at the same index sort key, so a
+    resumed read would meet it again after the cursor's start: the place is the last
+    returned sort key (the merge returned everything before it) and the items there.
+    """
+    if isinstance(start, dict):
+        starts = [start]
+    else:
+        cursor = decode_cursor(start, cursor_secret(model))
+        starts = [raw_key(s.start) for s in cursor.shards if s.start is not None]
+    marks: list[tuple[Any, list[str], str]] = []
+    layout = sharded(model).layout
+    hash_name = sharded(model).attr_name
+    range_attr = model._range_key_attribute()
+    for raw in starts:
+        typed = raw.get(index_sort.attr_name)
+        if typed is None or hash_name not in raw:
+            continue
+        ((kind, value),) = typed.items()
+        if kind == "B":
+            raw_bytes = value if isinstance(value, bytes) else base64.b64decode(value)
+            sort = [kind, base64.b64encode(raw_bytes).decode("ascii")]
+        else:
+            sort = [kind, str(key_text(index_sort, value))]
+        range_value = None
+        if range_attr is not None and range_attr.attr_name in raw:
+            range_value = range_attr.deserialize(raw[range_attr.attr_name][range_attr.attr_type])
+        logical = layout.logical_key(raw[hash_name]["S"])
+        marks.append((_order(sort), sort, json.dumps([logical, str(range_value)])))
+    if not marks:
+        return None
+    last = (max if forward else min)(order for order, _, _ in marks)
+    sort = next(text for order, text, _ in marks if order == last)
+    return Place(sort, tuple(ident for order, _, ident in marks if order == last))
 
 
 class PreferredCopies(Generic[_T]):

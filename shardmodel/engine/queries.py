@@ -93,7 +93,10 @@ def query(
     if index_name is not None and not all_copies and spec.table_key() is not None:
         # during a shard count change an index holds an item's two copies: keep one
         copies, last_evaluated_key = index_copies(
-            model, last_evaluated_key, query_attribute(model, index_name, "range")
+            model,
+            last_evaluated_key,
+            query_attribute(model, index_name, "range"),
+            scan_index_forward is not False,
         )
         if copies is not None:
             results = query(

@@ -27,6 +27,7 @@ from tests.migration_models import (
     Views,
     WideClick,
     WideReading,
+    WideTagged,
     redeployed,
 )
 
@@ -583,3 +584,72 @@ def test_moto_conditional_writes_are_not_atomic(moto_url: str) -> None:
         Table.get_item = lookup  # type: ignore[method-assign]
         client.delete_table(TableName="moto-atomicity")
     assert len(created) == 1, f"both conditional creates succeeded: writers {created}"
+
+
+#: The reads whose cursors are taken and resumed: table or index, filtered or not.
+CURSOR_READS: dict[str, Any] = {
+    "table": lambda m, **kw: m.query("k", **kw),
+    "table filtered": lambda m, **kw: m.query("k", filter_condition=m.color == "red", **kw),
+    "index": lambda m, **kw: m.by_team.query("t", **kw),
+    "index filtered": lambda m, **kw: m.by_team.query("t", filter_condition=m.color == "red", **kw),
+}
+
+
+@pytest.mark.parametrize(("model", "to"), [("grow", 32), ("shrink", 16)])
+def test_cursors_resume_in_every_later_phase_and_scans_see_each_item_once(
+    server: str, model: str, to: int
+) -> None:
+    """A cursor of each read taken before the start and in every phase is resumed in every
+    later phase through done (and after the sweep): the rest of the items, each once, in
+    order. A scan in every phase returns every live item once with its current value."""
+    kind = Tagged if model == "grow" else WideTagged
+    values = {seq: "v0" for seq in range(24)}
+    for seq in values:
+        kind(sensor="k", seq=seq, value="v0", color="red" if seq % 3 else "blue", team="t").save()
+    follow(kind, cache_seconds=0)
+    taken: list[tuple[str, str, bool, Any, list[int]]] = []  # (moment, read, forward, ...)
+
+    def expected(read: str, forward: bool) -> list[int]:
+        seqs = [s for s in sorted(values) if read.endswith("table") or read == "index" or s % 3]
+        return seqs if forward else seqs[::-1]
+
+    def take(moment: str) -> None:
+        for read, query in CURSOR_READS.items():
+            for forward in (True, False):
+                page = query(kind, limit=5, scan_index_forward=forward)
+                first = [item.seq for item in page]
+                assert first == expected(read, forward)[:5], (moment, read, forward)
+                taken.append((moment, read, forward, page.last_evaluated_key, first))
+
+    def resume_all(moment: str) -> None:
+        for when, read, forward, cursor, first in taken:
+            rest = [
+                i.seq
+                for i in CURSOR_READS[read](
+                    kind, last_evaluated_key=cursor, scan_index_forward=forward
+                )
+            ]
+            assert first + rest == expected(read, forward), (when, moment, read, forward)
+
+    def scan_all(moment: str) -> None:
+        scanned = sorted((i.seq, i.value) for i in kind.scan())
+        assert scanned == sorted(values.items()), moment
+        segments = [
+            (i.seq, i.value) for part in range(3) for i in kind.scan(segment=part, total_segments=3)
+        ]
+        assert sorted(segments) == sorted(values.items()), moment
+
+    take("before")
+    for state in Reshard(kind).steps(to, settle_seconds=0, page_size=5):
+        moment = state.phase.value
+        changed = 5 + len(taken) % 7  # an update in every phase: scans see current values
+        kind.get("k", changed).update(actions=[kind.value.set(moment)])
+        values[changed] = moment
+        resume_all(moment)
+        scan_all(moment)
+        take(moment)
+    resume_all("after the sweep")
+    scan_all("after the sweep")
+    client = kind._get_connection().connection.client
+    raw = client.scan(TableName=kind.Meta.table_name, ConsistentRead=True)["Items"]
+    assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(values)  # no tombstone left
