@@ -94,7 +94,11 @@ class Mover:
     # -- moving ---------------------------------------------------------------------------
 
     def move(
-        self, old_key: _RawItem, new_physical: str, fault: Callable[[str], None] | None = None
+        self,
+        old_key: _RawItem,
+        new_physical: str,
+        fault: Callable[[str], None] | None = None,
+        seen: _RawItem | None = None,
     ) -> None:
         """Move the item at ``old_key`` to ``new_physical`` (same sort key); idempotent.
 
@@ -102,7 +106,9 @@ class Mover:
         another process), or the old key held nothing and is now fenced.
 
         ``fault``: a test hook called at ``"fenced"``, ``"copied"`` and ``"tombstoned"``
-        (raising there stands for a crash between two requests).
+        (raising there stands for a crash between two requests). ``seen``: the old row
+        as a scan just read it, used instead of reading it first (a stale row only
+        fails a condition, and the next round reads it again).
 
         Raises:
             MoveError: after :data:`MOVE_ROUNDS` rounds of other writers changing it.
@@ -111,7 +117,7 @@ class Mover:
         range_value = old_key.get(self.range_name) if self.range_name else None
         new_key = self.key(new_physical, range_value)
         for _ in range(MOVE_ROUNDS):
-            old = self.get(old_key)
+            old, seen = (self.get(old_key) if seen is None else seen), None
             if old is None:
                 if self.tombstone(old_key, {}):
                     return
@@ -121,17 +127,11 @@ class Mover:
             state = state_of(old)
             if state is None:
                 token = uuid.uuid4().hex
-                if not self._conditional(
-                    self.client.update_item,
-                    Key=old_key,
-                    UpdateExpression="SET #m = :m",
-                    ConditionExpression="attribute_exists(#k) AND attribute_not_exists(#m)",
-                    ExpressionAttributeNames={"#m": MOVE_MARKER, "#k": self.hash_name},
-                    ExpressionAttributeValues={":m": {"S": f"moving:{token}"}},
-                ):
+                fenced = self._fence(old_key, token)
+                if fenced is None:
                     continue
                 step("fenced")
-                frozen_copy = self.get(old_key)  # what every read of the old copy sees now
+                frozen_copy = fenced  # what every read of the old copy sees from now on
             else:
                 token, frozen_copy = state.split(":", 1)[1], old  # helping a move under way
             if frozen_copy is None or state_of(frozen_copy) != f"moving:{token}":
@@ -140,7 +140,7 @@ class Mover:
                 continue
             step("copied")
             kept = {name: frozen_copy[name] for name in self.inputs if name in frozen_copy}
-            self._conditional(
+            tombstoned = self._conditional(
                 self.client.put_item,
                 Item={**old_key, **kept, MOVE_MARKER: {"S": MOVED}},
                 ConditionExpression="#m = :m",
@@ -148,7 +148,7 @@ class Mover:
                 ExpressionAttributeValues={":m": {"S": f"moving:{token}"}},
             )
             step("tombstoned")
-            if is_tombstone(self.get(old_key)):
+            if tombstoned or is_tombstone(self.get(old_key)):
                 self._conditional(
                     self.client.update_item,
                     Key=new_key,
@@ -162,6 +162,26 @@ class Mover:
             f"{self.table}: the item at {old_key} kept changing while it was moved to "
             f"{new_physical!r}; run the step again (a move is idempotent)"
         )
+
+    def _fence(self, old_key: _RawItem, token: str) -> _RawItem | None:
+        """Fence the item at ``old_key`` for a move; its frozen content (None: it was
+        gone or fenced already)."""
+        try:
+            response = self.client.update_item(
+                TableName=self.table,
+                Key=old_key,
+                UpdateExpression="SET #m = :m",
+                ConditionExpression="attribute_exists(#k) AND attribute_not_exists(#m)",
+                ExpressionAttributeNames={"#m": MOVE_MARKER, "#k": self.hash_name},
+                ExpressionAttributeValues={":m": {"S": f"moving:{token}"}},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return None
+            raise
+        frozen: _RawItem = response["Attributes"]
+        return frozen
 
     def _copy(
         self, frozen_copy: _RawItem, old_key: _RawItem, new_key: _RawItem, token: str

@@ -206,7 +206,7 @@ class ScanJob:
         if target != physical:  # an old key
             if is_tombstone(raw):
                 return 0  # moved or fenced; the sweep deletes it
-            self.mover.move(row_key, target, self.fault)
+            self.mover.move(row_key, target, self.fault, seen=raw)
             self.fault("moved")
             return 1
         if self.job == "cleanup" and COPY_MARKER in raw:

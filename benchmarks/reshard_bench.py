@@ -1,0 +1,139 @@
+"""A 16 -> 32 shard count change of 100,000 items on dynalite: requests, wall, memory.
+
+Loads ``ITEMS`` items (``KEYS`` logical keys of ``ITEMS / KEYS`` sort keys, HashShards(16)
+on the sort key) into a dynalite started here, then runs every phase with
+:meth:`~shardmodel.migration.Reshard.steps` (settle 0: no process lags) and counts the
+requests each phase's job sends (botocore's ``before-send`` event, where every request
+passes), the wall time of each, and the process's peak resident memory.
+
+Read amplification: in every phase, one query of one logical key (limit 100) and one
+``get``, counted in requests and items read per item returned. The baseline, measured in
+the same run before the migration starts, is the same query and get on the declared
+layout (16 shards): the ratio is what the migration adds to a read.
+
+``python -m benchmarks.reshard_bench [items]`` (default 100,000; ``make bench`` runs 20,000
+to keep the whole bench short).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+
+from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
+from shardmodel.migration import Phase, Reshard, follow
+from shardmodel.testing import bind_models, create_tables, dynalite_server
+
+ROOT = Path(__file__).resolve().parents[1]
+DYNALITE = ROOT / "node_modules" / ".bin" / "dynalite"
+ITEMS = 100_000
+KEYS = 100
+CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+
+
+class Reading(ShardedModel):
+    """Hash-sharded on the sort key, as the resharding guide's example."""
+
+    class Meta:
+        table_name = "bench-reshard"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+
+
+class Requests:
+    """Counts every request the process sends, by operation."""
+
+    def __init__(self) -> None:
+        self.sent: Counter[str] = Counter()
+
+    def __call__(self, request: Any, **_: Any) -> None:
+        target = request.headers.get("X-Amz-Target", b"")
+        name = target.decode() if isinstance(target, bytes) else str(target)
+        self.sent[name.rsplit(".", 1)[-1]] += 1
+
+    def watch(self, client: Any) -> None:
+        client.meta.events.register("before-send.dynamodb", self)
+
+
+def _load(items: int) -> None:
+    per_key = items // KEYS
+    with Reading.batch_write() as batch:
+        for key in range(KEYS):
+            for seq in range(per_key):
+                batch.save(Reading(sensor=f"sensor-{key}", seq=seq, value="x" * 40))
+
+
+def _reads(requests: Requests) -> tuple[int, float]:
+    """Requests and items read per item returned by one query (limit 100) and one get."""
+    before = sum(requests.sent.values())
+    returned = len(list(Reading.query("sensor-7", limit=100)))
+    Reading.get("sensor-7", 7)
+    returned += 1
+    sent = sum(requests.sent.values()) - before
+    return sent, sent / returned
+
+
+def main(items: int = ITEMS) -> None:
+    """Load, migrate phase by phase, print the table."""
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
+    with dynalite_server(DYNALITE) as url:
+        bind_models([Reading], host=url, **CREDENTIALS)
+        create_tables([Reading])
+        started = time.perf_counter()
+        _load(items)
+        loaded = time.perf_counter() - started
+        requests = Requests()
+        follow(Reading, cache_seconds=0)
+        operator = Reshard(Reading)
+        requests.watch(Reading._get_connection().connection.client)
+        requests.watch(operator.store.items()._get_connection().connection.client)
+        baseline, _ = _reads(requests)
+        print(
+            f"reshard {items:,} items 16 -> 32 shards on dynalite (loaded in {loaded:.0f} s); "
+            f"baseline read (query of 100 + get, 16 shards, no migration): {baseline} requests"
+        )
+        print(f"{'reached':<11}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
+        total_wall = 0.0
+        total: Counter[str] = Counter()
+        mark = time.perf_counter()
+        seen = Counter(requests.sent)
+        for state in operator.steps(32, settle_seconds=0, page_size=100):
+            now = time.perf_counter()
+            sent = requests.sent - seen
+            total += sent
+            read, _ = _reads(requests)
+            seen = Counter(requests.sent)
+            detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
+            name = state.phase.value
+            print(f"{name:<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
+            total_wall += now - mark
+            mark = time.perf_counter()
+        # steps() ran the sweep after its last yield
+        now = time.perf_counter()
+        sent = requests.sent - seen
+        total += sent
+        total_wall += now - mark
+        detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
+        print(f"{'sweep':<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail}")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(
+            f"total: {total_wall:.0f} s, {sum(total.values()):,} requests "
+            f"({sum(total.values()) / items:.1f} per item); peak memory {peak / 2**20:.0f} MiB"
+        )
+        assert operator.status() is not None and operator.status().phase == Phase.DONE  # type: ignore[union-attr]
+        assert Reading.count("sensor-7") == items // KEYS
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else ITEMS)
