@@ -22,6 +22,7 @@ from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.keys import KeyLayout
+from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.phases import (
     ActiveMigration,
     MigrationState,
@@ -110,6 +111,13 @@ def check_reshardable(model: type[Model]) -> None:
         spec = sharding_of(model).spec
     except ShardConfigurationError:
         raise ShardConfigurationError(f"{name}: no sharded partition key to reshard") from None
+    if _is_series(model):
+        raise ShardConfigurationError(
+            f"{name}: a TimeSeriesModel's shard count is not changed online yet: its series "
+            "reads (query_series, latest, count_series) work out their bucket keys "
+            "themselves, outside the placement a migration moves; write to a second model "
+            "with the new count on a new table from a chosen hour on, and read both"
+        )
     attr = spec.table_key()
     if attr is None:
         indexed = [a.attr_name for a in spec.index_keys]
@@ -120,6 +128,14 @@ def check_reshardable(model: type[Model]) -> None:
             else ""
         )
         raise ShardConfigurationError(f"{name}: no sharded partition key to reshard{hint}")
+    ordered = [s for s in attr.layout.strategies if isinstance(s, OrderedShards)]
+    if ordered:
+        raise ShardConfigurationError(
+            f"{name}: OrderedShards boundaries are not changed online yet: a query of a sort "
+            "key range reads the shards the boundaries name, and during a change an item "
+            "may sit under either layout's range; copy to a model with the new boundaries "
+            "on a new table"
+        )
     numbered = attr.layout.strategies[numbered_position(name, attr.layout)]
     if spec.counters and not isinstance(numbered, RandomShards):
         raise ShardConfigurationError(
@@ -130,6 +146,11 @@ def check_reshardable(model: type[Model]) -> None:
         )
     for index_name, index in (getattr(model, "_indexes", None) or {}).items():
         _check_index(model, attr, index_name, index)
+
+
+def _is_series(model: type[Model]) -> bool:
+    """True for a TimeSeriesModel (its metaclass gives it a series layout)."""
+    return getattr(model, "_series_layout", None) is not None
 
 
 def _check_index(model: type[Model], attr: Any, index_name: str, index: Any) -> None:

@@ -675,6 +675,17 @@ def _small_pages(model: Any) -> Any:
     return scan
 
 
+def test_layout_changes_not_supported_are_refused_with_the_reason() -> None:
+    """A time-series model's count and OrderedShards boundaries: refused, saying why and
+    what to do instead, before anything is written."""
+    from tests.models import OrderedAlbum, SeriesReading
+
+    with pytest.raises(ShardConfigurationError, match="TimeSeriesModel's shard count is not"):
+        Reshard(SeriesReading)
+    with pytest.raises(ShardConfigurationError, match="OrderedShards boundaries are not"):
+        Reshard(OrderedAlbum)
+
+
 def test_a_racing_operator_loses_cleanly(migration_tables: SimulatedClock) -> None:
     clock = migration_tables
     first, second = Reshard(Reading, clock=clock), Reshard(Reading, clock=clock)
