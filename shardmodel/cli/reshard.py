@@ -30,7 +30,7 @@ def add_reshard_parser(commands: Subparsers) -> None:
     reshard = add_command(
         commands,
         "reshard",
-        "change a HashShards/RandomShards count online (dual writes, backfill, cleanup)",
+        "change a HashShards/RandomShards count online (fenced moves, backfill, sweep)",
         run_reshard,
     )
     reshard.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
@@ -48,6 +48,11 @@ def add_reshard_parser(commands: Subparsers) -> None:
         "--finish", action="store_true", help="remove the state of a done migration"
     )
     reshard.add_argument(
+        "--abort",
+        action="store_true",
+        help="remove the state of a migration that has moved nothing yet (before backfill)",
+    )
+    reshard.add_argument(
         "--segments",
         type=whole(1, _SEGMENTS, "DynamoDB's parallel scan limit"),
         default=1,
@@ -56,7 +61,7 @@ def add_reshard_parser(commands: Subparsers) -> None:
     reshard.add_argument(
         "--segment",
         type=whole(0, _SEGMENTS - 1, "DynamoDB's parallel scan limit"),
-        help="run only this scan segment of the backfill or cleanup",
+        help="run only this scan segment of the phase's job (backfill, cleanup, sweep)",
     )
     reshard.add_argument(
         "--settle",
@@ -183,6 +188,13 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
         if args.finish:
             operator.finish()
             print(f"{model.__name__}: migration state removed")
+            return 0
+        if args.abort:
+            aborted = operator.abort()
+            print(
+                f"{model.__name__}: the migration to {aborted.new_count} shards was aborted "
+                f"in phase {aborted.phase.value}; every process uses the declared layout again"
+            )
             return 0
         if args.segment is not None:
             state = operator.status()

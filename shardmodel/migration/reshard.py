@@ -321,6 +321,27 @@ class Reshard:
             )
         self.store.remove()
 
+    def abort(self) -> MigrationState:
+        """Remove the state of a migration that has moved nothing yet; returns it.
+
+        Before ``backfill`` every item is at its old key and no key is fenced, so
+        removing the state returns every process to the declared layout, losing
+        nothing. From ``backfill`` on moved items live at their new keys only.
+
+        Raises:
+            MigrationConflictError: no migration, or one that has started moving items.
+        """
+        state = self._required()
+        if state.at(Phase.BACKFILL):
+            raise MigrationConflictError(
+                f"the migration is in phase {state.phase.value}: items have moved to their "
+                f"new keys ({state.new_count} shards), where only the migration's reads find "
+                "them; going back would mean moving them again, which is not built; take "
+                "the migration forward to done (reshard --step)"
+            )
+        self.store.remove()
+        return state
+
     def steps(
         self, to: int, settle_seconds: float = 30.0, segments: int = 1, page_size: int = 100
     ) -> Iterator[MigrationState]:

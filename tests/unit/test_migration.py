@@ -675,6 +675,32 @@ def _small_pages(model: Any) -> Any:
     return scan
 
 
+def test_abort_before_backfill_returns_to_the_declared_layout_and_refuses_after(
+    migration_tables: SimulatedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for seq in range(10):
+        Reading(sensor="k", seq=seq, value="v").save()
+    model = "tests.migration_models:Reading"
+    assert main(["reshard", model, "--abort"]) == 1  # nothing to abort
+    assert "no migration in progress" in capsys.readouterr().err
+    follow(Reading, cache_seconds=0, clock=migration_tables)
+    operator = Reshard(Reading, clock=migration_tables)
+    operator.start(32, settle_seconds=0)
+    Reading(sensor="k", seq=10, value="v").save()  # written in prepare
+    operator.advance()  # dual_write
+    Reading.get("k", 3).delete()
+    assert main(["reshard", model, "--abort"]) == 0
+    assert "aborted in phase dual_write" in capsys.readouterr().out
+    assert operator.status() is None
+    assert sorted(i.seq for i in Reading.query("k")) == [s for s in range(11) if s != 3]
+    operator.start(32, settle_seconds=0)
+    operator.advance()
+    operator.advance()  # backfill
+    assert main(["reshard", model, "--abort"]) == 1
+    assert "take the migration forward" in capsys.readouterr().err
+    assert operator.status() is not None
+
+
 def test_layout_changes_not_supported_are_refused_with_the_reason() -> None:
     """A time-series model's count and OrderedShards boundaries: refused, saying why and
     what to do instead, before anything is written."""
