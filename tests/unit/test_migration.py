@@ -461,8 +461,8 @@ def test_a_delete_inside_moto_s_conditional_write_gap_does_not_come_back(
     tombstone and the item is back. On DynamoDB the copy lands before the delete (which
     replaces it) or fails its condition after it: the fenced-move protocol relies on
     atomic conditional writes, as every DynamoDB client does. This test keeps moto's gap
-    in view: it fails on moto, and the same interleaving passes on dynalite
-    (tests/integration/test_migration.py, under load).
+    in view: it fails on moto; dynalite and DynamoDB apply a conditional write
+    atomically, so the interleaving cannot happen there.
     """
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.table import Table
