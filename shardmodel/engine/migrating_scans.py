@@ -27,6 +27,7 @@ from shardmodel.keyspace.phases import (
     FENCED,
     MOVE_MARKER,
     ActiveMigration,
+    Phase,
     is_tombstone,
     state_of,
 )
@@ -113,9 +114,10 @@ def scan(
 
 def _still(model: type[Any], migration: ActiveMigration) -> ActiveMigration:
     """The scan's migration, checked before each page: a scan that returns items at their
-    old keys cannot go on once the sweep may delete the tombstones it relies on."""
+    old keys cannot go on once a process may write an item without fencing its old key."""
     now = sharding_of(model).migration()
-    if migration.rules.scan_old and (now is None or not now.rules.scan_old):
+    # a process in done writes a new key without fencing the old one
+    if migration.rules.scan_old and (now is None or now.state.at(Phase.DONE)):
         phase = "finished" if now is None else f"in phase {now.state.phase.value}"
         raise CursorError(
             f"{model.__name__}.scan: the layout change this scan began in is now {phase}, "

@@ -148,7 +148,8 @@ class PhaseRules:
         reads: the layouts reads cover; an item found under both keys is read from the
             copy that holds it (:func:`authority`).
         scan_old: a scan meets each moving item at its old key (every such item keeps a
-            row there until the sweep); else at its new key, skipping tombstones.
+            row there while every process fences); else (from drain on, when no item is
+            at an old key any more and none moves) it returns every live row.
         job: the scan job the phase runs (``"backfill"``, ``"cleanup"``, ``"sweep"``).
     """
 
@@ -170,7 +171,7 @@ RULES: dict[Phase, PhaseRules] = {
     Phase.READ_NEW: PhaseRules("new", True, True, True, _BOTH, True),
     Phase.NEW_ONLY: PhaseRules("new", True, True, True, _BOTH, True),
     Phase.CLEANUP: PhaseRules("new", True, True, True, _BOTH, True, "cleanup"),
-    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, True),
+    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, False),
     Phase.DONE: PhaseRules("new", True, False, False, _NEW, False, "sweep"),
 }
 
