@@ -19,7 +19,8 @@ from shardmodel.errors import (
 )
 from shardmodel.keyspace.dynamic import DynamicShards, ShardChange
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
-from shardmodel.keyspace.ordered import BoundaryWarning, NormalizedAttribute, OrderedShards
+from shardmodel.keyspace.normalization import NormalizedAttribute
+from shardmodel.keyspace.ordered import BoundaryWarning, OrderedShards
 from shardmodel.keyspace.strategies import HashShards, RandomShards, ShardCount, ShardStrategy
 from shardmodel.keyspace.time_buckets import TimeBuckets
 from shardmodel.model.sharded import ShardedBatchWrite, ShardedModel
