@@ -61,9 +61,6 @@ class ShardedModel(DynamicKeyAdmin, Model, metaclass=ShardedModelMeta):
       call's unprocessed keys and items, and a dynamic key's throttled new writes.
     * ``max_requests``: the most partitions one read may touch (default 1,000).
     * ``cursor_secret``: signs query cursors (HMAC) instead of checksumming them.
-
-    The table's lifecycle and a dynamic key's shard counts (``create_table``,
-    ``grow_shards``, ``compact_shards``...) come from the ``DynamicKeyAdmin`` mixin.
     """
 
     #: marks the class (and its subclasses) as sharded, for ShardedKeyAttribute's check
