@@ -243,8 +243,12 @@ class OrderedShards:
                 f"OrderedShards.from_sample(prefix={prefix!r}): give the boundary length in "
                 "characters, at least 1 (default 20)"
             )
+        # a column's missing values (pyarrow's and polars' nulls) hold no key: dropped; a
+        # None in a list is refused below like any other value that is no string
         if hasattr(values, "to_pylist"):  # a pyarrow array: its items are arrow scalars
-            values = values.to_pylist()
+            values = [value for value in values.to_pylist() if value is not None]
+        elif hasattr(values, "drop_nulls"):  # a polars Series
+            values = values.drop_nulls()
         ordered = normalized_all(normalize, _sample_strings(values))
         ordered.sort()
         cuts = sample_cuts(ordered, shards, prefix, normalize)
@@ -409,7 +413,7 @@ def _sample_strings(values: Any) -> list[str]:
         raise ShardConfigurationError(
             f"{where}: give a list of the sort key's values (strings), not {values!r:.60}"
         )
-    sample = [value for value in values if value is not None]  # missing values: no key
+    sample = list(values)
     for position, value in enumerate(sample):
         if not isinstance(value, str):
             raise ShardConfigurationError(
