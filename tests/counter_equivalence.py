@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 from pynamodb.expressions.condition import size as sized_untyped
 
+from tests.apis import SYNC, SyncApi
 from tests.models import PlainTally, Tally
 from tests.support import raw_items
 
@@ -120,15 +121,16 @@ def _clear() -> None:
             connection.delete_item(raw["board"]["S"], range_key=raw["slot"]["N"])
 
 
-def _store(key: str, scenario: dict[str, Any]) -> None:
+def _store(key: str, scenario: dict[str, Any], api: SyncApi) -> None:
+    tally = api.model(Tally)
     for slot, (adds, kind) in scenario["items"].items():
         totals: dict[str, Decimal] = {}
         for amounts_of in adds:
-            Tally.add(key, slot, **amounts_of)
+            tally.add(key, slot, **amounts_of)
             for name, value in amounts_of.items():
                 totals[name] = totals.get(name, Decimal(0)) + Decimal(str(value))
         if kind is not None:
-            Tally(board=key, slot=slot, kind=kind).save()
+            api.save(Tally(board=key, slot=slot, kind=kind))
         if adds or kind is not None:
             PlainTally(
                 board=key,
@@ -155,12 +157,16 @@ def _scan(model: Any, scenario: dict[str, Any], flt: Any) -> list[tuple[Any, ...
     return sorted(found, key=repr)
 
 
-def check_counter_equivalence(scenario: dict[str, Any]) -> None:
-    """Tally returns exactly what PlainTally holding the totals returns."""
+def check_counter_equivalence(scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
+    """Tally returns exactly what PlainTally holding the totals returns.
+
+    ``api`` adds to, writes and reads Tally (``tests/apis.py``).
+    """
     _clear()
     key = f"tally-{next(_keys)}"
-    _store(key, scenario)
-    pairs = [(Tally, _filter(Tally, scenario)), (PlainTally, _filter(PlainTally, scenario))]
+    _store(key, scenario, api)
+    tally = api.model(Tally)
+    pairs = [(tally, _filter(Tally, scenario)), (PlainTally, _filter(PlainTally, scenario))]
     (sharded, sharded_filter), (plain, plain_filter) = pairs
     query = {"scan_index_forward": scenario["forward"], "limit": scenario["limit"]}
     expected = [_row(i) for i in plain.query(key, _range(plain, scenario), plain_filter, **query)]

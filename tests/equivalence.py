@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from shardmodel.engine import sharding_of
+from tests.apis import SYNC, SyncApi
 from tests.models import HashedEvent, IsoEvent, PlainEvent, PlainIsoEvent, RandomEvent
 
 _keys = itertools.count()
@@ -54,8 +55,14 @@ def _conditions(model: Any, scenario: dict[str, Any]) -> tuple[Any, Any]:
     return range_condition, None if kind is None else model.event_type == kind
 
 
-def _read(model: Any, key: str, scenario: dict[str, Any]) -> list[tuple[int, str]]:
-    """Read with an optional stop-and-resume: the list a caller would see."""
+def _read(
+    model: Any, key: str, scenario: dict[str, Any], api: SyncApi = SYNC
+) -> list[tuple[int, str]]:
+    """Read with an optional stop-and-resume: the list a caller would see.
+
+    ``api`` reads the sharded models (the plain reference is always read directly); a
+    resumed read may change API at the cursor (see ``tests/apis.py``).
+    """
     range_condition, filter_condition = _conditions(model, scenario)
     kwargs = {
         "range_key_condition": range_condition,
@@ -65,8 +72,11 @@ def _read(model: Any, key: str, scenario: dict[str, Any]) -> list[tuple[int, str
         "page_size": scenario["page_size"],
     }
     stop = scenario["resume_after"]
-    if stop is None or not isinstance(model, type) or model is PlainEvent:
+    if model is PlainEvent:
         return [(e.timestamp, e.event_type) for e in model.query(key, **kwargs)]
+    if stop is None:
+        return [(e.timestamp, e.event_type) for e in api.model(model).query(key, **kwargs)]
+    model, resuming = api.resumed(model)
     first = model.query(key, **kwargs)
     seen = [(e.timestamp, e.event_type) for e in itertools.islice(first, stop)]
     cursor = first.last_evaluated_key
@@ -76,17 +86,17 @@ def _read(model: Any, key: str, scenario: dict[str, Any]) -> list[tuple[int, str
         kwargs["limit"] = scenario["limit"] - len(seen)
         if kwargs["limit"] <= 0:
             return seen
-    rest = model.query(key, last_evaluated_key=cursor, **kwargs)
+    rest = resuming.query(key, last_evaluated_key=cursor, **kwargs)
     return seen + [(e.timestamp, e.event_type) for e in rest]
 
 
-def check_equivalence(scenario: dict[str, Any]) -> None:
+def check_equivalence(scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
     """Sharded models return exactly what the unsharded reference returns, in order.
 
     The plain model gets every number as an int; RandomEvent and HashedEvent get each in
     the scenario's form, and HashedEvent gets every item a second time in the other form
     (the same DynamoDB key: it must overwrite, not duplicate). Point reads ask in the
-    other form too.
+    other form too. ``api`` writes and reads the sharded models (``tests/apis.py``).
     """
     key = f"eq-{next(_keys)}"
     timestamps = scenario["timestamps"]
@@ -94,8 +104,8 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     written = list(zip(timestamps, forms, strict=False))
     with (
         PlainEvent.batch_write() as plain,
-        RandomEvent.batch_write() as randomly,
-        HashedEvent.batch_write() as hashed,
+        api.model(RandomEvent).batch_write() as randomly,
+        api.model(HashedEvent).batch_write() as hashed,
     ):
         for ts, form in written:
             kind = _kind(ts)
@@ -109,7 +119,7 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
                 HashedEvent(user_id=key, timestamp=_number(scenario, ts, form), event_type="x")
             )
     # the same keys again in the other form: one batch may not name a key twice
-    with HashedEvent.batch_write() as hashed:
+    with api.model(HashedEvent).batch_write() as hashed:
         for ts, form in written:
             other = _number(scenario, ts, "int" if form == "float" else "float")
             hashed.save(HashedEvent(user_id=key, timestamp=other, event_type=_kind(ts)))
@@ -117,24 +127,25 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     range_condition, filter_condition = _conditions(PlainEvent, scenario)
     plain_count = PlainEvent.count(key, range_condition, filter_condition)
     for model in (RandomEvent, HashedEvent):
-        assert _read(model, key, scenario) == expected, model.__name__
+        assert _read(model, key, scenario, api) == expected, model.__name__
         range_condition, filter_condition = _conditions(model, scenario)
-        assert model.count(key, range_condition, filter_condition) == plain_count, model.__name__
+        counted = api.model(model).count(key, range_condition, filter_condition)
+        assert counted == plain_count, model.__name__
     asked = [
         (key, _number(scenario, ts, "int" if form == "float" else "float"))
         for ts, form in zip(timestamps, forms, strict=False)
     ]
     want = sorted((_number(scenario, ts, "int"), _kind(ts)) for ts in timestamps)
     for model in (RandomEvent, HashedEvent):
-        got = sorted((e.timestamp, e.event_type) for e in model.batch_get(asked))
+        got = sorted((e.timestamp, e.event_type) for e in api.model(model).batch_get(asked))
         assert got == want, model.__name__
     for ts, number in [(ts, n) for (_, n), ts in zip(asked[:3], timestamps, strict=False)]:
-        assert RandomEvent.get(key, number).event_type == _kind(ts)
-        assert HashedEvent.get(key, number).event_type == _kind(ts)
-    _check_scans(key, scenario)
+        assert api.model(RandomEvent).get(key, number).event_type == _kind(ts)
+        assert api.model(HashedEvent).get(key, number).event_type == _kind(ts)
+    _check_scans(key, scenario, api)
 
 
-def _check_scans(key: str, scenario: dict[str, Any]) -> None:
+def _check_scans(key: str, scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
     """Scans (with the scenario's filter, and with one on a number) see the same items."""
 
     def scanned(model: Any) -> list[tuple[int, str]]:
@@ -148,7 +159,7 @@ def _check_scans(key: str, scenario: dict[str, Any]) -> None:
 
     expected = scanned(PlainEvent)
     for model in (RandomEvent, HashedEvent):
-        assert scanned(model) == expected, f"{model.__name__}.scan"
+        assert scanned(api.model(model)) == expected, f"{model.__name__}.scan"
 
 
 def _kind(ts: int) -> str:
@@ -181,7 +192,11 @@ def _dynamic_placement(key: str) -> dict[int, int]:
 
 
 def check_dynamic_equivalence(
-    scenario: dict[str, Any], growths: list[int], shrink: int | None, compact: bool
+    scenario: dict[str, Any],
+    growths: list[int],
+    shrink: int | None,
+    compact: bool,
+    api: SyncApi = SYNC,
 ) -> None:
     """A dynamic key returns exactly what the unsharded reference returns, in order.
 
@@ -192,6 +207,7 @@ def check_dynamic_equivalence(
         shrink: after every write, lower the live count to this, clamped below the live
             count (no shrink when None or when the key never grew).
         compact: after the shrink, move the retired shards' items into the live ones.
+        api: writes and reads the dynamic key (``tests/apis.py``).
     """
     from hypothesis import event
 
@@ -215,7 +231,7 @@ def check_dynamic_equivalence(
             live = grown.number_of_shards
         if position < len(timestamps):
             ts = timestamps[position]
-            DynamicEvent(user_id=key, timestamp=ts, event_type=_kind(ts)).save()
+            api.save(DynamicEvent(user_id=key, timestamp=ts, event_type=_kind(ts)))
             live_at[ts] = live
     placed = _dynamic_placement(key)
     assert sorted(placed) == sorted(timestamps)
@@ -240,12 +256,13 @@ def check_dynamic_equivalence(
             assert sorted(after) == sorted(timestamps)
             assert max(after.values(), default=0) < target
     expected = _read(PlainEvent, key, scenario)
-    assert _read(DynamicEvent, key, scenario) == expected
+    assert _read(DynamicEvent, key, scenario, api) == expected
     range_condition, filter_condition = _conditions(DynamicEvent, scenario)
     plain_count = PlainEvent.count(key, range_condition, filter_condition)
-    assert DynamicEvent.count(key, range_condition, filter_condition) == plain_count
+    dynamic = api.model(DynamicEvent)
+    assert dynamic.count(key, range_condition, filter_condition) == plain_count
     wanted = [(key, ts) for ts in timestamps] + [(key, 501)]  # 501 is never written
-    found = sorted((e.timestamp, e.event_type) for e in DynamicEvent.batch_get(wanted))
+    found = sorted((e.timestamp, e.event_type) for e in dynamic.batch_get(wanted))
     assert found == sorted((ts, _kind(ts)) for ts in timestamps)
 
 
@@ -278,13 +295,13 @@ def _iso_bound(minutes: int, offset: int) -> str:
     return moment.astimezone(timezone(timedelta(minutes=offset))).isoformat()
 
 
-def check_iso_equivalence(scenario: dict[str, Any]) -> None:
+def check_iso_equivalence(scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
     """A time-bucketed ISO string key returns exactly what the unsharded reference does."""
     key = f"iso-{next(_keys)}"
     stored = sorted(
         {(_ISO_START + timedelta(minutes=m)).strftime(form) for m, form in scenario["times"]}
     )
-    with PlainIsoEvent.batch_write() as plain, IsoEvent.batch_write() as sharded:
+    with PlainIsoEvent.batch_write() as plain, api.model(IsoEvent).batch_write() as sharded:
         for at in stored:
             plain.save(PlainIsoEvent(user_id=key, at=at, event_type="e"))
             sharded.save(IsoEvent(user_id=key, at=at, event_type="e"))
@@ -308,7 +325,8 @@ def check_iso_equivalence(scenario: dict[str, Any]) -> None:
         if model is IsoEvent and kind != "between":
             kwargs["time_range"] = far
         stop = scenario["resume_after"]
-        first = model.query(key, **kwargs)
+        reader, resuming = (model, model) if model is PlainIsoEvent else api.resumed(model)
+        first = reader.query(key, **kwargs)
         if model is PlainIsoEvent or stop is None:
             return [e.at for e in first]
         seen = [e.at for e in itertools.islice(first, stop)]
@@ -319,6 +337,6 @@ def check_iso_equivalence(scenario: dict[str, Any]) -> None:
             kwargs["limit"] -= len(seen)
             if kwargs["limit"] <= 0:
                 return seen
-        return seen + [e.at for e in model.query(key, last_evaluated_key=cursor, **kwargs)]
+        return seen + [e.at for e in resuming.query(key, last_evaluated_key=cursor, **kwargs)]
 
     assert read(IsoEvent) == read(PlainIsoEvent)

@@ -158,6 +158,7 @@ class AsyncStream(AsyncIterator[_T]):
     def _run(self) -> Any:
         greenlet = require_greenlet()
         self.iterator = self._start()
+        greenlet.getcurrent().parent.switch(_STARTED)
         for item in self.iterator:
             greenlet.getcurrent().parent.switch(item)
         return _END
@@ -165,22 +166,34 @@ class AsyncStream(AsyncIterator[_T]):
     def __aiter__(self) -> AsyncStream[_T]:
         return self
 
+    async def start(self) -> None:
+        """Make the iterator now (planned, arguments checked), before any item is asked."""
+        if self._greenlet is None:
+            await self._step()  # up to _STARTED (or the error start() raised)
+
     async def __anext__(self) -> _T:
+        if self._greenlet is not None and self._greenlet.dead:
+            raise StopAsyncIteration
+        step = await self._step()
+        if step is _STARTED:
+            step = await self._step()
+        if step is _END:
+            raise StopAsyncIteration
+        item: _T = step
+        return item
+
+    async def _step(self) -> Any:
+        """Run the greenlet up to what it hands back next: _STARTED, an item or _END."""
         greenlet = require_greenlet()
         child = self._greenlet
         if child is None:
             child = self._greenlet = greenlet.greenlet(self._run)
             child.gr_context = _context()
-        elif child.dead:
-            raise StopAsyncIteration
         child.parent = greenlet.getcurrent()  # whichever task iterates now
         step = child.switch()
         while type(step) is _Wait:
             step = await _resume(child, step)
-        if step is _END:
-            raise StopAsyncIteration
-        item: _T = step
-        return item
+        return step
 
     async def aclose(self) -> None:
         """Stop: the iterator's ``close`` (a merged query waits out its requests)."""
@@ -198,3 +211,10 @@ class _End:
 
 
 _END = _End()
+
+
+class _Started:
+    __slots__ = ()
+
+
+_STARTED = _Started()

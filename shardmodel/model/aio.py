@@ -14,17 +14,16 @@ the call is planned (and a bad argument raised) at the first ``__anext__``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
+from pynamodb.models import BatchWrite, Model
 
 from shardmodel.core.bridge import AsyncStream, call
 from shardmodel.keyspace.strategies import TimeBounds
-
-from pynamodb.models import BatchWrite, Model
 
 if TYPE_CHECKING:
     from pynamodb.models import Model as _Base
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 else:
     _Base = object  # at run time a mixin of ShardedModel, which is a Model
 
-__all__ = ["AsyncBatchWrite", "AsyncModelMethods", "AsyncResultIterator"]
+__all__ = ["AsyncBatchWrite", "AsyncIndex", "AsyncModelMethods", "AsyncResultIterator"]
 
 _T = TypeVar("_T")
 _M = TypeVar("_M", bound=Model)
@@ -54,6 +53,18 @@ class AsyncResultIterator(AsyncIterator[_T]):
     def __aiter__(self) -> AsyncResultIterator[_T]:
         return self
 
+    async def start(self) -> AsyncResultIterator[_T]:
+        """Plan the read now (a bad argument raises here), before any item is asked.
+
+        ``it = await Model.aquery(...)`` does the same: the cursor and counts are then
+        there at once, as the sync iterator's are (``async for`` starts it on its own).
+        """
+        await self._stream.start()
+        return self
+
+    def __await__(self) -> Generator[Any, None, AsyncResultIterator[_T]]:
+        return self.start().__await__()
+
     async def __anext__(self) -> _T:
         return await self._stream.__anext__()
 
@@ -65,10 +76,7 @@ class AsyncResultIterator(AsyncIterator[_T]):
     def iterator(self) -> Iterator[_T]:
         """The sync iterator underneath (a ``MergedQuery``, PynamoDB's ``ResultIterator``)."""
         if self._stream.iterator is None:
-            raise AttributeError(
-                "the async iterator has not started: its cursor and counts exist once the "
-                "first item is asked for (async for, or await it.__anext__())"
-            )
+            raise _NotStarted(_NOT_STARTED)
         return self._stream.iterator
 
     @property
@@ -82,6 +90,8 @@ class AsyncResultIterator(AsyncIterator[_T]):
         return int(getattr(self.iterator, "total_count", 0))
 
     def __getattr__(self, name: str) -> Any:
+        if name == "iterator":  # the property raised: Python asks here next
+            raise _NotStarted(_NOT_STARTED)
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.iterator, name)
@@ -89,6 +99,16 @@ class AsyncResultIterator(AsyncIterator[_T]):
     async def to_list(self) -> list[_T]:
         """Every remaining item, in order."""
         return [item async for item in self]
+
+
+class _NotStarted(AttributeError):
+    """An async iterator's cursor or counts asked for before it started."""
+
+
+_NOT_STARTED = (
+    "the async iterator has not started: its cursor and counts exist once it is awaited "
+    "(it = await Model.aquery(...)) or its first item is asked for"
+)
 
 
 class AsyncBatchWrite(Generic[_M]):
@@ -329,3 +349,24 @@ class AsyncModelMethods(_Base):
     async def ashrink_shards(cls, hash_key: str, count: int) -> ShardMetadata:
         """``shrink_shards``'s twin."""
         return await call(cls.shrink_shards, hash_key, count)  # type: ignore[attr-defined]
+
+
+class AsyncIndex:
+    """The coroutine twins of a PynamoDB index's reads, for an index of a sharded model.
+
+    Put it first among the bases: ``class ByTitle(AsyncIndex, GlobalSecondaryIndex[Album])``;
+    ``Album.by_title.aquery(key)`` is then ``Album.aquery(key, index_name="by_title")``
+    (``Album.aquery(..., index_name=...)`` works without it).
+    """
+
+    def aquery(self, hash_key: Any, **options: Any) -> AsyncResultIterator[Any]:
+        """``query``'s twin: the index's keywords (conditions, limit, cursor, ...)."""
+        return AsyncResultIterator(lambda: self.query(hash_key, **options))  # type: ignore[attr-defined]
+
+    async def acount(self, hash_key: Any, **options: Any) -> int:
+        """``count``'s twin."""
+        return await call(self.count, hash_key, **options)  # type: ignore[attr-defined]
+
+    def ascan(self, **options: Any) -> AsyncResultIterator[Any]:
+        """``scan``'s twin."""
+        return AsyncResultIterator(lambda: self.scan(**options))  # type: ignore[attr-defined]
