@@ -108,9 +108,7 @@ def test_200_coroutines_write_and_read_a_growing_key_and_lose_nothing(
         read = runner.run(run())
     assert sorted(seen) == list(range(total))  # every coroutine read back its own writes
     assert sorted(read) == list(range(total + 1))  # none lost, none twice
-    assert sorted(e.seq for e in AsyncHotEvents.query("hot", consistent_read=True)) == sorted(
-        read
-    )
+    assert sorted(e.seq for e in AsyncHotEvents.query("hot", consistent_read=True)) == sorted(read)
     grows = [c for c in CHANGES if c.kind == "grow"]
     print(hot.report(), f"\ngrowths {[(c.old_count, c.new_count) for c in grows]}")
     assert grows and grows[-1].new_count >= 4, [(c.old_count, c.new_count) for c in grows]
