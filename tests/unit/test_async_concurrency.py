@@ -15,7 +15,13 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import DynamicShards, RandomShards, ShardChange, ShardedKeyAttribute, ShardedModel
 from shardmodel.engine import sharding_of
-from shardmodel.testing import CapacityLimits, CapacitySimulator, SimulatedClock
+from shardmodel.testing import (
+    CapacityLimits,
+    CapacitySimulator,
+    Faults,
+    Latency,
+    SimulatedClock,
+)
 
 COROUTINES = 200
 WRITES_EACH = 5
@@ -171,3 +177,37 @@ def test_a_read_cancelled_between_pages_resumes_with_nothing_lost_or_repeated(
         assert seen == []
     rest = [int(e.seq) for e in Wide.query("k", last_evaluated_key=cursor)]
     assert seen + rest == wide
+
+
+def test_the_simulators_faults_and_latency_see_every_async_request(
+    dynamodb_tables: Callable[..., None],
+) -> None:
+    """Injected throttles and 500s are retried by botocore's rules on the async path (so
+    every async write and read still succeeds), and every attempt is charged latency."""
+    dynamodb_tables(Wide)
+    clock = SimulatedClock(start=1_800_000_000)
+    simulator = CapacitySimulator(
+        clock=clock,
+        faults=Faults(throttle=0.1, internal_error=0.1),
+        latency=Latency(fixed=0.002),
+        seed=3,
+    )
+    simulator.attach(Wide)
+
+    async def run() -> list[int]:
+        await asyncio.gather(*(Wide(key="f", seq=n).asave() for n in range(60)))
+        got = [await Wide.aget("f", n) for n in range(0, 60, 7)]
+        assert [int(item.seq) for item in got] == list(range(0, 60, 7))
+        return [int(item.seq) async for item in Wide.aquery("f")]
+
+    try:
+        with asyncio.Runner() as runner:
+            read = runner.run(run())
+    finally:
+        simulator.detach()
+    assert read == list(range(60))
+    injected = sum(simulator.injected.values())
+    assert injected > 0, simulator.report()
+    # 60 puts, 9 gets, 16 shard queries: each one attempt, plus one per injected fault
+    assert simulator.attempts >= 60 + 9 + 16 + injected
+    assert simulator.latency_seconds == pytest.approx(0.002 * simulator.attempts)
