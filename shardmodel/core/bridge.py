@@ -57,8 +57,14 @@ def in_async() -> bool:
     return _ASYNC.get()
 
 
+_greenlet: Any = None  # the module, once an async call has needed it
+
+
 def require_greenlet() -> Any:
     """The ``greenlet`` module, or a clear error naming the extra to install."""
+    global _greenlet
+    if _greenlet is not None:
+        return _greenlet
     try:
         import greenlet
     except ImportError:  # pragma: no cover - the async extra is installed in tests
@@ -67,6 +73,7 @@ def require_greenlet() -> Any:
         raise ShardConfigurationError(
             "the async API needs the greenlet package: pip install 'shardmodel[async]'"
         ) from None
+    _greenlet = greenlet
     return greenlet
 
 
@@ -156,11 +163,11 @@ class AsyncStream(AsyncIterator[_T]):
         self.iterator: Iterator[_T] | None = None
 
     def _run(self) -> Any:
-        greenlet = require_greenlet()
+        this = require_greenlet().getcurrent()
         self.iterator = self._start()
-        greenlet.getcurrent().parent.switch(_STARTED)
+        this.parent.switch(_STARTED)
         for item in self.iterator:
-            greenlet.getcurrent().parent.switch(item)
+            this.parent.switch(item)  # the parent: whichever task asks now
         return _END
 
     def __aiter__(self) -> AsyncStream[_T]:
@@ -172,11 +179,17 @@ class AsyncStream(AsyncIterator[_T]):
             await self._step()  # up to _STARTED (or the error start() raised)
 
     async def __anext__(self) -> _T:
-        if self._greenlet is not None and self._greenlet.dead:
+        child = self._greenlet
+        if child is None:
+            step = await self._step()  # _STARTED, or the error start() raised
+            child = self._greenlet
+        elif child.dead:
             raise StopAsyncIteration
-        step = await self._step()
-        if step is _STARTED:
-            step = await self._step()
+        # the per-item path, inlined: one switch in, one back when the item is ready
+        child.parent = _greenlet.getcurrent()
+        step = child.switch()
+        while type(step) is _Wait:
+            step = await _resume(child, step)
         if step is _END:
             raise StopAsyncIteration
         item: _T = step

@@ -14,7 +14,15 @@ the call is planned (and a bad argument raised) at the first ``__anext__``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
@@ -65,8 +73,8 @@ class AsyncResultIterator(AsyncIterator[_T]):
     def __await__(self) -> Generator[Any, None, AsyncResultIterator[_T]]:
         return self.start().__await__()
 
-    async def __anext__(self) -> _T:
-        return await self._stream.__anext__()
+    def __anext__(self) -> Awaitable[_T]:
+        return self._stream.__anext__()  # no coroutine of its own per item
 
     async def aclose(self) -> None:
         """Stop early: shard requests in flight are waited out, queued ones dropped."""
