@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -133,27 +134,37 @@ def wide(dynamodb_tables: Callable[..., None]) -> list[int]:
     return list(range(200))
 
 
-@pytest.mark.parametrize("extra", [0, 1, 2])
-@pytest.mark.parametrize("after", [0, 1, 17, 90, 150])
-def test_a_read_cancelled_between_pages_resumes_with_nothing_lost_or_repeated(
-    wide: list[int], after: int, extra: int
+CANCEL_POINTS = [
+    *(("in the read", after, extra) for after in (0, 1, 17, 90) for extra in (0, 1, 2)),
+    *(("between items", after, extra) for after in (0, 1, 17, 90, 150) for extra in (0, 1)),
+]
+
+
+@pytest.mark.parametrize(("where", "after", "extra"), CANCEL_POINTS)
+def test_a_cancelled_read_resumes_from_its_cursor_with_nothing_lost_or_repeated(
+    wide: list[int], where: str, after: int, extra: int
 ) -> None:
     """Cancel a task iterating ``aquery`` (page size 5, 16 shards) once it has returned
-    ``after`` items and the loop has turned ``extra`` more times, wherever it waits then:
-    in a shard request, or between items.
+    ``after`` items and the loop has turned ``extra`` more times.
 
-    The task stops with ``CancelledError``; no shard request of the read is left in
-    flight; the cursor it holds resumes (through ``query``) with exactly the items it had
-    not returned.
+    "in the read": the consumer awaits nothing else, so the cancellation lands where the
+    read waits for a shard's page; the read closes itself (no shard request of it is left
+    in flight or queued). "between items": the consumer awaits between items and is
+    cancelled there, outside the read; its prefetched requests stay until the read is
+    closed, and ``aclose()`` closes it. Either way the task stops with
+    ``CancelledError`` and the cursor resumes (through ``query``) with exactly the items
+    the task had not returned.
     """
     seen: list[int] = []
-    reads: list[object] = []
+    reads: list[Any] = []
 
     async def reader() -> None:
         results = Wide.aquery("k", page_size=5)
         reads.append(results)
         async for item in results:
             seen.append(int(item.seq))
+            if where == "between items":
+                await asyncio.sleep(0)
 
     async def run() -> None:
         task = asyncio.create_task(reader())
@@ -165,14 +176,16 @@ def test_a_read_cancelled_between_pages_resumes_with_nothing_lost_or_repeated(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        if where == "between items" and reads:
+            await reads[0].aclose()
 
     with asyncio.Runner() as runner:
         runner.run(run())
     cursor = None
     try:
         (results,) = reads
-        cursor = results.last_evaluated_key  # type: ignore[attr-defined]
-        assert results.outstanding == 0  # type: ignore[attr-defined]
+        cursor = results.last_evaluated_key
+        assert results.outstanding == 0
     except (ValueError, AttributeError):  # cancelled before the read had started
         assert seen == []
     rest = [int(e.seq) for e in Wide.query("k", last_evaluated_key=cursor)]
