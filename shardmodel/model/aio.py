@@ -367,14 +367,14 @@ class AsyncIndex:
     (``Album.aquery(..., index_name=...)`` works without it).
     """
 
-    def aquery(self, hash_key: Any, **options: Any) -> AsyncResultIterator[Any]:
-        """``query``'s twin: the index's keywords (conditions, limit, cursor, ...)."""
-        return AsyncResultIterator(lambda: self.query(hash_key, **options))  # type: ignore[attr-defined]
+    def aquery(self, hash_key: Any, *args: Any, **options: Any) -> AsyncResultIterator[Any]:
+        """``query``'s twin: the index's arguments (conditions, limit, cursor, ...)."""
+        return AsyncResultIterator(lambda: self.query(hash_key, *args, **options))  # type: ignore[attr-defined]
 
-    async def acount(self, hash_key: Any, **options: Any) -> int:
+    async def acount(self, hash_key: Any, *args: Any, **options: Any) -> int:
         """``count``'s twin."""
-        return await call(self.count, hash_key, **options)  # type: ignore[attr-defined]
+        return await call(self.count, hash_key, *args, **options)  # type: ignore[attr-defined]
 
-    def ascan(self, **options: Any) -> AsyncResultIterator[Any]:
+    def ascan(self, *args: Any, **options: Any) -> AsyncResultIterator[Any]:
         """``scan``'s twin."""
-        return AsyncResultIterator(lambda: self.scan(**options))  # type: ignore[attr-defined]
+        return AsyncResultIterator(lambda: self.scan(*args, **options))  # type: ignore[attr-defined]
