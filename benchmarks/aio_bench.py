@@ -21,8 +21,9 @@ meanwhile). Measures:
   ``asyncio.to_thread`` hand-off (the measured reason for the ``greenlet`` dependency);
 * **fresh runs**: the sync 16-shard latest-100 wall and CPU ratios against one partition,
   in 5 fresh processes (``benchmarks/aio_fresh.py``) each for this tree and for the
-  tree this branch started from (``git merge-base HEAD main``), interleaved: the median
-  and the worst of each, and how far this tree's sync numbers moved from the base's.
+  tree this branch started from (``git merge-base HEAD main``), interleaved, the order
+  turned round each round: the median and the worst of each, and how far this tree's
+  sync numbers moved from the base's.
 
 Prints the targets with PASS or FAIL (a FAIL does not fail the run), and keeps the
 output in ``benchmarks/aio_last_run.txt``, which the performance page quotes and draws
@@ -297,9 +298,11 @@ def _fresh(url: str, tree: Path) -> dict[str, float]:
 
 
 def _fresh_runs(url: str, trees: Sequence[tuple[str, Path]]) -> dict[str, list[dict[str, float]]]:
+    """FRESH_RUNS fresh processes per tree, the order turned round each round (A B, B A,
+    ...) so neither tree always runs just after the heavy load before it."""
     found: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
-    for _ in range(FRESH_RUNS):
-        for name, tree in trees:
+    for number in range(FRESH_RUNS):
+        for name, tree in trees if number % 2 == 0 else list(reversed(trees)):
             found[name].append(_fresh(url, tree))
     return found
 
@@ -370,7 +373,8 @@ def _print_fresh(found: dict[str, list[dict[str, float]]], here: str) -> None:
     print()
     print(
         f"sync latest {LATEST}, {TARGET_SHARDS} shards / single partition, {FRESH_RUNS} fresh "
-        "processes per tree (trees interleaved), each the median of 5 rounds after a warm-up"
+        "processes per tree (interleaved, A B then B A), each the median of 5 rounds after a "
+        "warm-up"
     )
     for name, runs in found.items():
         walls = [r["wall_ratio"] for r in runs]
