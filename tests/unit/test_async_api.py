@@ -128,3 +128,32 @@ def test_bad_arguments_raise_what_the_sync_api_raises() -> None:
         asyncio.run(run())
     assert type(async_error.value) is type(sync_error.value)
     assert str(async_error.value) == str(sync_error.value)
+
+
+def test_an_async_increment_with_a_token_counts_once_even_when_its_response_is_lost() -> None:
+    """``aadd(..., token=...)``: the write applied, its response lost, the caller's retry
+    counts nothing more; a token reused with other amounts is refused, as in sync."""
+    from tests.models import PageViews
+
+    events = PageViews._get_connection().connection.client.meta.events
+    lost = {"armed": True}
+
+    def lose_response(**_: Any) -> None:
+        if lost["armed"]:
+            lost["armed"] = False
+            raise ConnectionError("response lost after the write was applied")
+
+    async def run() -> int:
+        with pytest.raises(ConnectionError):
+            await PageViews.aadd("a", views=1, token="req-1")
+        await PageViews.aadd("a", views=1, token="req-1")  # the caller's retry
+        await PageViews.aadd("a", views=1, token="req-2")
+        with pytest.raises(ValueError, match="token"):
+            await PageViews.aadd("a", views=5, token="req-2")
+        return int((await PageViews.aget("a")).views)
+
+    events.register("after-call.dynamodb.UpdateItem", lose_response)
+    try:
+        assert asyncio.run(run()) == 2
+    finally:
+        events.unregister("after-call.dynamodb.UpdateItem", lose_response)
