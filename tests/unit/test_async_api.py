@@ -157,3 +157,38 @@ def test_an_async_increment_with_a_token_counts_once_even_when_its_response_is_l
         assert asyncio.run(run()) == 2
     finally:
         events.unregister("after-call.dynamodb.UpdateItem", lose_response)
+
+
+def test_the_sync_api_works_without_greenlet_and_the_async_one_names_the_extra() -> None:
+    """In a process where ``greenlet`` cannot be imported (an install without the
+    ``async`` extra), sync reads and writes work and never ask for it; a twin raises an
+    error naming ``shardmodel[async]``."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    script = textwrap.dedent(
+        """
+        import asyncio, sys
+        sys.modules["greenlet"] = None  # import greenlet now fails, as when not installed
+        from shardmodel import ShardConfigurationError
+        from shardmodel.testing import bind_models, create_tables, mock_dynamodb
+        from tests.models import RandomEvent
+        with mock_dynamodb():
+            bind_models([RandomEvent], host=None)
+            create_tables([RandomEvent])
+            RandomEvent(user_id="u", timestamp=1, event_type="e").save()
+            assert [e.timestamp for e in RandomEvent.query("u")] == [1]
+            try:
+                asyncio.run(RandomEvent.aget("u", 1))
+            except ShardConfigurationError as error:
+                print(error)
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'shardmodel[async]'" in done.stdout
