@@ -21,7 +21,7 @@ from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import UnsupportedOperationError
 from shardmodel.keyspace.strategies import ShardCount
 from shardmodel.request_bound import request_bound
-from shardmodel.retry import Backoff, attempt_log, surely_unapplied, watch_attempts
+from shardmodel.retry import attempt_log, surely_unapplied, watch_attempts
 from shardmodel.throttles import CloudWatchCapacity, ThrottleScope, throttle_scope
 
 __all__ = [
@@ -111,10 +111,7 @@ def growing(
     """
     directory = directory_of(model)
     watch_attempts(sharding_of(model).executor.connection().connection.client)
-    backoff = getattr(model.Meta, "shard_backoff", None)
-    if not isinstance(backoff, Backoff):
-        backoff = Backoff(sleep=directory.settings.clock.sleep)
-    waits = backoff.waits()
+    waits = sharding_of(model).executor.backoff(directory.settings.clock.sleep).waits()
     seen = directory.for_write(logical)
     move = True
     while True:

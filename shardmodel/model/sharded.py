@@ -21,6 +21,8 @@ from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, ShardModelError, UnsupportedOperationError
 from shardmodel.keyspace.strategies import TimeBounds
+from shardmodel.lean.context import connection_in_context
+from shardmodel.model.aio import AsyncModelMethods
 from shardmodel.model.declaration import ShardedModelMeta
 
 __all__ = ["ShardedBatchWrite", "ShardedModel"]
@@ -50,7 +52,7 @@ class ShardedBatchWrite(BatchWrite[_M]):
         writes.batch_delete(del_item, super().delete)
 
 
-class ShardedModel(Model, metaclass=ShardedModelMeta):
+class ShardedModel(AsyncModelMethods, Model, metaclass=ShardedModelMeta):
     """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
 
     Declare the model as usual; mark the partition key with
@@ -60,6 +62,9 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
       call's unprocessed keys and items, and a dynamic key's throttled new writes.
     * ``max_requests``: the most partitions one read may touch (default 1,000).
     * ``cursor_secret``: signs query cursors (HMAC) instead of checksumming them.
+
+    Every operation has an ``a``-prefixed coroutine twin (``aget``, ``aquery``,
+    ``asave``, ...; :mod:`shardmodel.model.aio`), with the ``async`` extra installed.
     """
 
     #: marks the class (and its subclasses) as sharded, for ShardedKeyAttribute's check
@@ -71,6 +76,11 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
     _write_counts: ShardMetadata | None = None
     _pinned_key: str | None = None
     _loaded_counters: dict[str, Any] | None = None
+
+    @classmethod
+    def _get_connection(cls) -> Any:
+        """PynamoDB's connection; inside an async call, its twin on the event loop."""
+        return connection_in_context(super()._get_connection())
 
     # -- keys -----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from shardmodel.expressions.conditions import check_flag, check_paging, named_pa
 from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
+from shardmodel.timeseries.aio import AsyncSeriesMethods
 from shardmodel.timeseries.keys import (
     TIME_CHARACTERS,
     BucketKeyAttribute,
@@ -119,7 +120,7 @@ def _configure(cls: Any) -> SeriesLayout | None:
     return SeriesLayout((partition, sort), partition_name, sort_name)
 
 
-class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
+class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta):
     """A model of readings in the hybrid bucket layout (no entity in the partition key).
 
     Declare the partition key as a :class:`BucketKeyAttribute`, the sort key as a
@@ -128,6 +129,9 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
     plain attributes; both keys are computed on save. The entity and time are stored in
     the sort key only, and filled back from it on load, so items written by hand in the
     same layout load unchanged.
+
+    The range reads have coroutine twins too: ``aquery_series``, ``alatest``,
+    ``acount_series``, ``aget_reading`` (:mod:`shardmodel.timeseries.aio`).
     """
 
     _series_layout: ClassVar[SeriesLayout | None] = None
