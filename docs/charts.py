@@ -8,7 +8,10 @@
   drawn as the items of a table;
 * ``query_latest_100.png`` and ``query_read_all.png``: wall time, requests and items read
   against shard count, parsed from ``benchmarks/last_run.txt``, the output of the last
-  ``make bench`` (which rewrites that file).
+  ``make bench`` (which rewrites that file);
+* ``async_cost_curve.png``: requests, wall and client CPU of the latest 100 against shard
+  count, sync and async, over one partition's, parsed from ``benchmarks/aio_last_run.txt``
+  (``benchmarks/aio_bench.py`` rewrites it; ``make bench`` runs that).
 
 matplotlib comes with the ``docs`` and ``dev`` extras; shardmodel never needs it to run.
 """
@@ -327,6 +330,65 @@ def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+#: the aio bench's last output (benchmarks/aio_bench.py keeps it; make bench runs it)
+ASYNC_OUTPUT = ROOT / "benchmarks" / "aio_last_run.txt"
+#: the aio bench's cost-curve table, by the start of its title
+ASYNC_CURVE = "latest 100 (limit=100, newest first)"
+
+
+def async_curve(text: str) -> list[dict[str, Any]]:
+    """The aio bench's cost curve: per shard count and way, requests and the two ratios."""
+    lines = text.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.startswith(ASYNC_CURVE)), None)
+    if start is None:
+        raise ValueError(f"{ASYNC_OUTPUT.name}: no table starting {ASYNC_CURVE!r}")
+    rows = []
+    for line in lines[start + 3 :]:
+        cells = line.split()
+        if not cells or not (cells[0].isdigit() or cells[0] == "-"):
+            break
+        numeric = [c for c in cells[1:] if c.replace(".", "", 1).isdigit()]
+        way = " ".join(c for c in cells[1:] if c not in numeric)
+        requests, _items, _wall, wall_ratio, _cpu, cpu_ratio = map(float, numeric[:6])
+        rows.append(
+            {
+                "shards": None if cells[0] == "-" else int(cells[0]),
+                "way": way,
+                "requests": requests,
+                "x wall": wall_ratio,
+                "x CPU": cpu_ratio,
+            }
+        )
+    return rows
+
+
+def draw_async_curve(rows: list[dict[str, Any]], path: Path) -> None:
+    """Requests, wall and client CPU of the latest 100 against shards, sync and async."""
+    import matplotlib.pyplot as plt
+
+    measures = ("requests", "x wall", "x CPU")
+    fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
+    shards = sorted({r["shards"] for r in rows if r["shards"] is not None})
+    for axis, measure in zip(axes, measures, strict=True):
+        for way, style, color in (("sync", "s--", "C1"), ("async", "o-", "C0")):
+            points = [(r["shards"], r[measure]) for r in rows if r["way"] == way]
+            axis.plot(*zip(*points, strict=True), style, color=color, label=way)
+        axis.axhline(1.0, color="#888888", linewidth=1, label="one partition")
+        if measure == "x CPU":
+            axis.axhline(3.0, color="#cc4444", linewidth=1, linestyle=":", label="target at 64")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xticks(shards, [str(n) for n in shards])
+        axis.set_xlabel("shards")
+        axis.set_title(measure if measure == "requests" else f"{measure} of one partition")
+    axes[0].legend(fontsize=6, frameon=False)
+    axes[2].legend(fontsize=6, frameon=False)
+    fig.suptitle("latest 100: the cost curve, sync and async (from make bench)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def build(outdir: Path) -> list[Path]:
     """Draw every chart into ``outdir``; return the files written."""
     import matplotlib
@@ -344,6 +406,9 @@ def build(outdir: Path) -> list[Path]:
     ):
         draw_bench(title, tables[title], outdir / name)
         made.append(outdir / name)
+    curve = async_curve(ASYNC_OUTPUT.read_text(encoding="utf-8"))
+    draw_async_curve(curve, outdir / "async_cost_curve.png")
+    made.append(outdir / "async_cost_curve.png")
     return made
 
 

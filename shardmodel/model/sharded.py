@@ -21,6 +21,8 @@ from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, ShardModelError, UnsupportedOperationError
 from shardmodel.keyspace.strategies import TimeBounds
+from shardmodel.lean.context import connection_in_context
+from shardmodel.model.aio import AsyncModelMethods
 from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.dynamic_keys import DynamicKeyAdmin
 
@@ -51,7 +53,7 @@ class ShardedBatchWrite(BatchWrite[_M]):
         writes.batch_delete(del_item, super().delete)
 
 
-class ShardedModel(DynamicKeyAdmin, Model, metaclass=ShardedModelMeta):
+class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedModelMeta):
     """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
 
     Declare the model as usual; mark the partition key with
@@ -61,6 +63,9 @@ class ShardedModel(DynamicKeyAdmin, Model, metaclass=ShardedModelMeta):
       call's unprocessed keys and items, and a dynamic key's throttled new writes.
     * ``max_requests``: the most partitions one read may touch (default 1,000).
     * ``cursor_secret``: signs query cursors (HMAC) instead of checksumming them.
+
+    Every operation has an ``a``-prefixed coroutine twin (``aget``, ``aquery``,
+    ``asave``, ...; :mod:`shardmodel.model.aio`), with the ``async`` extra installed.
     """
 
     #: marks the class (and its subclasses) as sharded, for ShardedKeyAttribute's check
@@ -77,10 +82,11 @@ class ShardedModel(DynamicKeyAdmin, Model, metaclass=ShardedModelMeta):
 
     @classmethod
     def _get_connection(cls) -> Any:
-        """PynamoDB's connection; an opt-in ``Meta.table_throttle_policy`` watches it."""
+        """PynamoDB's connection (an opt-in ``Meta.table_throttle_policy`` watches it);
+        inside an async call, its twin on the event loop."""
         connection = super()._get_connection()
         growth.watch_table_throttles(cls, connection)
-        return connection
+        return connection_in_context(connection)
 
     @classmethod
     def logical_key_of(cls, physical_key: str) -> str:

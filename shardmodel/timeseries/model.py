@@ -20,6 +20,7 @@ from shardmodel.errors import QueryValidationError, ShardConfigurationError, Sha
 from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
+from shardmodel.timeseries.aio import AsyncSeriesMethods
 from shardmodel.timeseries.declaration import TimeSeriesMeta, hot_count
 from shardmodel.timeseries.keys import SeriesLayout
 
@@ -42,7 +43,7 @@ def _chunks(buckets: list[list[str]], width: int) -> list[list[str]]:
     return groups
 
 
-class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
+class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta):
     """A model of readings in the hybrid bucket layout (no entity in the partition key).
 
     Declare the partition key as a :class:`BucketKeyAttribute`, the sort key as a
@@ -57,6 +58,9 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
     sub-partitions of each bucket (``7#2023-10-27T15``, ``7#2023-10-27T15#1``, ...), picked
     by the sort key's hash, and range reads merge them back in time order. Raise a count,
     never lower it: readers look only as far as it says.
+
+    The range reads have coroutine twins too: ``aquery_series``, ``alatest``,
+    ``acount_series``, ``aget_reading`` (:mod:`shardmodel.timeseries.aio`).
     """
 
     _series_layout: ClassVar[SeriesLayout | None] = None
