@@ -36,7 +36,12 @@ def _example(name: str) -> ModuleType:
 
 
 def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
-    """Run the example's flash sale in slices of ``step`` simulated seconds; count per slice."""
+    """Run the example's flash sale as it runs; count throttles per ``step`` seconds.
+
+    The load is the example's own (250 orders a second for 4 s, 8 writer threads); each
+    throttle is counted at the simulated time of the attempt it refused. The shard count
+    over time is the key's ``shard_history``, the times the example prints.
+    """
     from shardmodel import sharding_of
     from shardmodel.testing import (
         CapacityLimits,
@@ -49,32 +54,44 @@ def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
     example = _example("hot_key_growth.py")
     orders, clock = example.Orders, example.CLOCK
     start = clock.now()
-    timeline: dict[str, list[float]] = {"t": [], "throttles": [], "shards": []}
+    rate, seconds = 250, 4.0
+    refused: list[float] = []
     with mock_dynamodb():
         create_tables([orders])
         simulator = CapacitySimulator(
             clock=clock, limits=CapacityLimits(partition_wcu=50), buffer_writes=True
         )
+        count_throttles = simulator._count_throttles
+
+        def counted(throttles: Any) -> None:
+            throttles = list(throttles)
+            refused.extend([clock.now() - start] * len(throttles))
+            count_throttles(throttles)
+
+        simulator._count_throttles = counted  # type: ignore[method-assign]
         directory = sharding_of(orders).directory
         assert directory is not None
         simulator.attach(orders, directory.table())
-        rate, seconds, done = 250, 4.0, 0
-        for _ in range(round(seconds / step)):
-            before = sum(simulator.throttles.values())
-            first = done
 
-            def save(n: int, first: int = first) -> None:
-                orders("flash-shop", first + n, item="t-shirt").save()
+        def save(n: int) -> None:
+            orders("flash-shop", n, item="t-shirt").save()
 
-            with contextlib.redirect_stdout(io.StringIO()):  # the example prints changes
-                run_load(clock, rate, step, save, threads=8)
-            done += round(rate * step)
-            metadata = orders.shard_metadata("flash-shop")
-            timeline["t"].append(clock.now() - start)
-            timeline["throttles"].append((sum(simulator.throttles.values()) - before) / step)
-            timeline["shards"].append(metadata.number_of_shards if metadata else 1)
+        with contextlib.redirect_stdout(io.StringIO()):  # the example prints changes
+            run_load(clock, rate, seconds, save, threads=8)
         simulator.detach()
-    return timeline
+        metadata = orders.shard_metadata("flash-shop")
+        assert metadata is not None
+    slices = round(seconds / step)
+    throttles = [0.0] * slices
+    for at in refused:
+        throttles[min(slices - 1, int(at / step))] += 1 / step
+    changes = [(entry.epoch - start, entry.count) for entry in metadata.history]
+    return {
+        "t": [step * (n + 1) for n in range(slices)],
+        "throttles": throttles,
+        "change_t": [at for at, _ in changes],
+        "change_shards": [float(count) for _, count in changes],
+    }
 
 
 def draw_flash_sale(path: Path) -> None:
@@ -89,24 +106,24 @@ def draw_flash_sale(path: Path) -> None:
         data["throttles"],
         width=step * 0.9,
         color="#f4a261",
-        label="throttled requests / s",
+        label="throttled attempts / s",
     )
     shards_axis.step(
-        [0.0, *data["t"]],
-        [1, *data["shards"]],
+        [*data["change_t"], data["t"][-1]],
+        [*data["change_shards"], data["change_shards"][-1]],
         where="post",
         color="#264653",
         linewidth=2.5,
-        label="shards of flash-shop",
+        label="shards of flash-shop (its shard_history)",
     )
     shards_axis.set_zorder(throttle_axis.get_zorder() + 1)
     shards_axis.patch.set_visible(False)
     shards_axis.set_xlabel("simulated seconds (250 orders/s offered, 50 WCU/s per partition)")
     shards_axis.set_ylabel("shards", color="#264653")
     throttle_axis.set_ylabel("throttled requests / s", color="#e76f51")
-    shards_axis.set_ylim(0, max(data["shards"]) + 1)
+    shards_axis.set_ylim(0, max(data["change_shards"]) + 1)
     handles = [h for ax in (shards_axis, throttle_axis) for h in ax.get_legend_handles_labels()[0]]
-    shards_axis.legend(handles=handles, loc="center right", frameon=False)
+    shards_axis.legend(handles=handles, loc="upper left", frameon=False, fontsize=8)
     shards_axis.set_title("DynamicShards grows a hot key until its throttles stop")
     fig.tight_layout()
     fig.savefig(path)
