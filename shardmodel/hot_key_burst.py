@@ -31,6 +31,7 @@ from shardmodel.engine import sharding_of
 from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.strategies import RandomShards
 from shardmodel.model.sharded import ShardedModel
+from shardmodel.retry import Backoff
 from shardmodel.testing import (
     CapacitySimulator,
     SimulatedClock,
@@ -111,11 +112,13 @@ def _models(shards: int, seed: int, clock: SimulatedClock) -> dict[str, type[Mod
         class Meta:
             table_name = "burst-dynamic"
             region = "us-east-1"
+            # a throttled new write is resent after a back-off on the simulated clock
+            shard_backoff = Backoff(sleep=clock.sleep, rng=random.Random(seed))
 
         device_id = ShardedKeyAttribute(
             hash_key=True,
             strategy=DynamicShards(
-                cooldown=0.25, jitter=0.05, writer_cache_seconds=0.1, clock=clock
+                cooldown=0.25, jitter=0, writer_cache_seconds=0.1, clock=clock
             ),
             rng=random.Random(seed),
         )
