@@ -130,7 +130,7 @@ def draw_flash_sale(path: Path) -> None:
     shards_axis.patch.set_visible(False)
     shards_axis.set_xlabel("simulated seconds (250 orders/s offered, 50 WCU/s per partition)")
     shards_axis.set_ylabel("shards", color="#264653")
-    throttle_axis.set_ylabel("throttled requests / s", color="#e76f51")
+    throttle_axis.set_ylabel("throttled attempts / s", color="#e76f51")
     shards_axis.set_ylim(0, max(data["change_shards"]) + 1)
     handles = [h for ax in (shards_axis, throttle_axis) for h in ax.get_legend_handles_labels()[0]]
     shards_axis.legend(handles=handles, loc="upper left", frameon=False, fontsize=8)
