@@ -4,7 +4,7 @@
 
 * ``flash_sale.png``: the flash sale of ``examples/hot_key_growth.py`` on the capacity
   simulator, its shard count and throttled requests over simulated time;
-* ``key_format.png``: physical keys that shardmodel itself writes for three layouts,
+* ``key_format.png``: physical keys that shardmodel itself writes for five layouts,
   drawn as the items of a table;
 * ``burst.png``: ``make demo``'s burst (:mod:`shardmodel.hot_key_burst`), throttled
   attempts and lost writes of one hot key unsharded, sharded and dynamic;
@@ -145,9 +145,17 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
     import random
     from datetime import datetime, timezone
 
-    from pynamodb.attributes import NumberAttribute, UTCDateTimeAttribute
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
 
-    from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+    from shardmodel import (
+        DynamicShards,
+        HashShards,
+        OrderedShards,
+        RandomShards,
+        ShardedKeyAttribute,
+        ShardedModel,
+        TimeBuckets,
+    )
     from shardmodel.testing import create_tables, mock_dynamodb
 
     class Random(ShardedModel):
@@ -185,6 +193,26 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
         )
         created = UTCDateTimeAttribute(range_key=True)
 
+    class Grown(ShardedModel):
+        class Meta:
+            table_name = "chart-dynamic"
+            region = "us-east-1"
+
+        shop = ShardedKeyAttribute(
+            hash_key=True, strategy=DynamicShards(jitter=0), rng=random.Random(5)
+        )
+        order_id = NumberAttribute(range_key=True)
+
+    class Listed(ShardedModel):
+        class Meta:
+            table_name = "chart-ordered"
+            region = "us-east-1"
+
+        listing = ShardedKeyAttribute(
+            hash_key=True, strategy=OrderedShards(["", "g", "p"], on="title")
+        )
+        title = UnicodeAttribute(range_key=True)
+
     rows: list[tuple[str, str, list[tuple[str, str]]]] = []
     hashed = 'HashShards(10,\n  on=["path", "timestamp"]),\nseparator="_", first_shard=1'
     daily = '[TimeBuckets("created", "day"),\n RandomShards(5)]'
@@ -199,6 +227,13 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
         rows.append(("calculated suffix", hashed, _saved(items, "timestamp")))
         items = [Daily(tenant_id="tenant-456", created=day.replace(hour=9 + n)) for n in (0, 1, 2)]
         rows.append(("time bucket + suffix", daily, _saved(items, "created")))
+        create_tables([Grown, Listed])
+        Grown.grow_shards("shop-7", 4)  # as a growth on throttling would
+        items = [Grown(shop="shop-7", order_id=n) for n in (1, 2, 3)]
+        rows.append(("dynamic, grown to 4", "DynamicShards()", _saved(items, "order_id")))
+        items = [Listed(listing="all", title=t) for t in ("abbey road", "kind of blue", "the wall")]
+        ordered = 'OrderedShards(["", "g", "p"],\n  on="title")'
+        rows.append(("ordered ranges", ordered, _saved(items, "title")))
     return rows
 
 
