@@ -117,9 +117,7 @@ def _models(shards: int, seed: int, clock: SimulatedClock) -> dict[str, type[Mod
 
         device_id = ShardedKeyAttribute(
             hash_key=True,
-            strategy=DynamicShards(
-                cooldown=0.25, jitter=0, writer_cache_seconds=0.1, clock=clock
-            ),
+            strategy=DynamicShards(cooldown=0.25, jitter=0, writer_cache_seconds=0.1, clock=clock),
             rng=random.Random(seed),
         )
         seq = NumberAttribute(range_key=True)
