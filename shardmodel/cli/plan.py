@@ -89,13 +89,17 @@ def _strategy_lines(plan: ShardPlan) -> list[str]:
         return ["strategy: none needed; one partition serves this key"]
     if plan.suggestion == "random":
         return [
-            f"strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards({plan.shards}))"
+            f"strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards({plan.shards}))",
+            f"  (for items written once; items overwritten by key: HashShards({plan.shards}, "
+            'on=["<sort key>"]);',
+            '   a rate you cannot plan: DynamicShards(); see "Which strategy", docs/choosing.rst)',
         ]
     lines = [
         "strategy: ShardedKeyAttribute(hash_key=True, "
         f'strategy=HashShards({plan.shards}, on=["<attribute your reads fix>"]))',
         "  (a Query that fixes the `on` attributes reads one shard; one that does not "
         "reads every shard)",
+        '  (see the docs\' "Which strategy" page, docs/choosing.rst)',
     ]
     if plan.binding == "writes":
         lines.append(
