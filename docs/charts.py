@@ -14,7 +14,7 @@
 * ``timeseries.png``: the hybrid time-series layout as ``examples/timeseries.py``'s model
   stores it;
 * ``migration_phases.png``: the phases of an online layout change, what writes, reads
-  and the jobs do in each (from :data:`MIGRATION_PHASES`);
+  and the jobs do in each (from the library's phase rules);
 * ``query_latest_100.png`` and ``query_read_all.png``: wall time, requests and items read
   against shard count, parsed from ``benchmarks/last_run.txt``, the output of the last
   ``make bench`` (which rewrites that file);
@@ -319,19 +319,25 @@ def draw_burst(path: Path) -> None:
     plt.close(fig)
 
 
-#: The phases of a layout change and what each does, for the migration figure:
-#: (phase, writes go to, reads cover, the job that runs in it). shardmodel.keyspace.phases
-#: has no per-phase job field to draw this from, so the table lives here.
-MIGRATION_PHASES: tuple[tuple[str, str, str, str], ...] = (
-    ("prepare", "old key", "old + new", ""),
-    ("dual_write", "old key, unless a move fenced it", "old + new", ""),
-    ("backfill", "old key, unless a move fenced it", "old + new", "move every item"),
-    ("read_new", "new key, fencing the old first", "old + new", ""),
-    ("new_only", "new key, fencing the old first", "old + new", ""),
-    ("cleanup", "new key, fencing the old first", "old + new", "move what is left"),
-    ("drain", "new key", "new only", ""),
-    ("done", "new key", "new only", "sweep tombstones"),
-)
+def _layouts(sides: tuple[str, ...]) -> str:
+    return " + ".join(f"{side} key" for side in sides) if len(sides) > 1 else f"{sides[0]} key"
+
+
+def migration_phases() -> list[tuple[str, str, str, str]]:
+    """The phases of a layout change and what each does, for the migration figure:
+    (phase, writes go to, reads cover, the job that runs in it), from the rules the
+    library follows (:data:`shardmodel.keyspace.phases.RULES`) and its jobs."""
+    from shardmodel.keyspace.phases import PHASES, RULES
+    from shardmodel.migration.reshard import JOBS
+
+    jobs = {"backfill": "copy every item", "cleanup": "delete the old copies"}
+    found = []
+    for phase in PHASES:
+        rules = RULES[phase]
+        reads = "old + new" if len(rules.reads) > 1 else f"{rules.reads[0]} only"
+        job = JOBS.get(phase)
+        found.append((phase.value, _layouts(rules.writes), reads, jobs.get(job or "", job or "")))
+    return found
 
 
 def draw_migration(path: Path) -> None:
@@ -341,7 +347,8 @@ def draw_migration(path: Path) -> None:
     colors = {"old": "#8ab17d", "new": "#2a9d8f", "both": "#e9c46a"}
     fig, axis = plt.subplots(figsize=(9, 3.0), dpi=120)
     rows = (("writes", 2), ("reads", 1), ("job", 0))
-    for column, (phase, writes, reads, job) in enumerate(MIGRATION_PHASES):
+    phases = migration_phases()
+    for column, (phase, writes, reads, job) in enumerate(phases):
         cells = (
             (2, writes, colors["old"] if writes.startswith("old") else colors["new"]),
             (1, reads, colors["both"] if "+" in reads else colors["new"]),
@@ -354,11 +361,11 @@ def draw_migration(path: Path) -> None:
         axis.text(column + 0.48, 3.05, phase, ha="center", va="bottom", fontsize=8, weight="bold")
     for label, row in rows:
         axis.text(-0.1, row + 0.45, label, ha="right", va="center", fontsize=9)
-    axis.annotate("", xy=(len(MIGRATION_PHASES), -0.25), xytext=(0, -0.25),
+    axis.annotate("", xy=(len(phases), -0.25), xytext=(0, -0.25),
                   arrowprops={"arrowstyle": "->", "color": "#555555"})  # fmt: skip
-    axis.text(len(MIGRATION_PHASES) / 2, -0.55, "time (each phase after the last has settled)",
+    axis.text(len(phases) / 2, -0.55, "time (each phase after the last has settled)",
               ha="center", fontsize=8)  # fmt: skip
-    axis.set_xlim(-1.2, len(MIGRATION_PHASES))
+    axis.set_xlim(-1.2, len(phases))
     axis.set_ylim(-0.8, 3.5)
     axis.axis("off")
     axis.set_title("Changing a layout online: what writes, reads and jobs do in each phase",
