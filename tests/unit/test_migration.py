@@ -610,10 +610,10 @@ def test_cli_dry_run_and_one_step_at_a_time(
             break
     assert any("backfill: 2/2 segments done" in line for line in phases)
     assert "phase done" in phases[-1]
-    assert main(["reshard", model, "--segment", "0"]) == 1
+    assert main(["reshard", model, "--segment", "0"]) == 2  # a usage error
     assert re.search("pass --segments 2", capsys.readouterr().err)
     assert main(["reshard", model, "--finish"]) == 0
-    assert main(["reshard", "nonsense", "--status"]) == 1
+    assert main(["reshard", "nonsense", "--status"]) == 2  # a usage error
     assert re.search("module:Class", capsys.readouterr().err)
 
 
