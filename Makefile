@@ -15,7 +15,7 @@ $(STAMP): setup.cfg pyproject.toml
 	@echo "Installing shardmodel and its dev tools into $(VENV) (pip, about a minute the first time)..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,async]'
 	touch $(STAMP)
 
 $(NODE_STAMP): package.json package-lock.json

@@ -1,5 +1,6 @@
 """Run every benchmark: `python -m benchmarks` (write path, merged query and its floor,
-rounds per read, ordered-shard boundaries, the request-path candidates).
+the async API against the sync one, rounds per read, ordered-shard boundaries, the
+request-path candidates).
 
 Each runs in a fresh interpreter. In one process the write path's in-process moto
 left its ``before-send`` stub in botocore's built-in handlers (so on every client the
@@ -13,7 +14,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHMARKS = ("write_path", "query_bench", "rounds", "boundaries_bench", "candidates")
+BENCHMARKS = (
+    "write_path",
+    "query_bench",
+    "aio_bench",
+    "rounds",
+    "boundaries_bench",
+    "candidates",
+)
 
 
 def main() -> None:

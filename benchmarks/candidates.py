@@ -20,9 +20,10 @@ by botocore's ``SigV4Auth`` with frozen credentials and sent on a urllib3 pool;
 :class:`shardmodel.lean.LeanClient` (what the merged query uses); shardmodel's
 ``HttpPool`` and ``Signer`` without the client's event pipeline; awscrt's native HTTP
 client and signer (one native event-loop thread); httpx's and aiohttp's async clients on
-one asyncio thread; and a plain ``selectors`` loop over 16 keep-alive sockets in one
-thread. The threaded candidates fan out on a warm 16-thread pool. Except botocore's
-and the LeanClient's own parsers, every candidate encodes and decodes with orjson when
+one asyncio thread; shardmodel's ``AsyncHttpPool`` (the async API's transport) with the
+same ``Signer`` on one asyncio thread; and a plain ``selectors`` loop over 16 keep-alive
+sockets in one thread. The threaded candidates fan out on a warm 16-thread pool. Except
+botocore's and the LeanClient's own parsers, every candidate encodes and decodes with orjson when
 it is installed (json otherwise), so the rows differ by transport and signing alone.
 
 A package that is not installed prints "not installed". awscrt is installed apart
@@ -60,6 +61,7 @@ from benchmarks.request_floor import (
     interleaved_cpu,
 )
 from shardmodel.lean import LeanClient
+from shardmodel.lean.aio_http import AsyncHttpPool
 from shardmodel.lean.http import HttpPool
 from shardmodel.lean.sigv4 import Signer
 from shardmodel.testing import dynalite_server
@@ -410,6 +412,27 @@ class Aiohttp(Async):
         await self._session.close()
 
 
+class LoopPool(Async):
+    """shardmodel's ``AsyncHttpPool`` (the asyncio port of ``HttpPool``) and ``Signer``.
+
+    The transport the async API sends on, without the lean client's events around it:
+    the same work the aiohttp and httpx rows do.
+    """
+
+    async def _open(self) -> None:
+        self._pool = AsyncHttpPool(self.url, max_connections=SHARDS)
+        await self._pool.start()
+
+    async def _post(self, headers: dict[str, str], body: bytes) -> bytes:
+        response = await self._pool.post(headers, body)
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {response.body[:200]!r}")
+        return response.body
+
+    async def _close(self) -> None:
+        self._pool.close()
+
+
 class Crt(Candidate):
     """awscrt: its HTTP/1.1 client on one native event-loop thread, its SigV4 signer.
 
@@ -523,6 +546,7 @@ def _candidates(url: str) -> tuple[list[Candidate], list[str]]:
             found.append(kind(f"{package} async, 1 thread", url))
         else:
             missing.append(f"{package} async, 1 thread")
+    found.append(LoopPool("AsyncHttpPool + Signer, loop", url))
     found.append(Selector(url))
     return found, missing
 

@@ -4,11 +4,23 @@
 
 * ``flash_sale.png``: the flash sale of ``examples/hot_key_growth.py`` on the capacity
   simulator, its shard count and throttled requests over simulated time;
-* ``key_format.png``: physical keys that shardmodel itself writes for three layouts,
+* ``key_format.png``: physical keys that shardmodel itself writes for five layouts,
   drawn as the items of a table;
+* ``burst.png``: ``make demo``'s burst (:mod:`shardmodel.hot_key_burst`), throttled
+  attempts and lost writes of one hot key unsharded, sharded and dynamic;
+* ``ordered.png``: ``examples/ordered_albums.py``'s titles per ordered shard and per
+  overflow sub-shard;
+* ``herd.png``: ``examples/herd.py``'s top-of-the-hour burst, all at once and spread;
+* ``timeseries.png``: the hybrid time-series layout as ``examples/timeseries.py``'s model
+  stores it;
+* ``migration_phases.png``: the phases of an online layout change, what writes, reads
+  and the jobs do in each (from the library's phase rules);
 * ``query_latest_100.png`` and ``query_read_all.png``: wall time, requests and items read
   against shard count, parsed from ``benchmarks/last_run.txt``, the output of the last
-  ``make bench`` (which rewrites that file).
+  ``make bench`` (which rewrites that file);
+* ``async_cost_curve.png``: requests, wall and client CPU of the latest 100 against shard
+  count, sync and async, over one partition's, parsed from ``benchmarks/aio_last_run.txt``
+  (``benchmarks/aio_bench.py`` rewrites it; ``make bench`` runs that).
 
 matplotlib comes with the ``docs`` and ``dev`` extras; shardmodel never needs it to run.
 """
@@ -19,6 +31,7 @@ import contextlib
 import importlib.util
 import io
 import sys
+import textwrap
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -36,7 +49,12 @@ def _example(name: str) -> ModuleType:
 
 
 def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
-    """Run the example's flash sale in slices of ``step`` simulated seconds; count per slice."""
+    """Run the example's flash sale as it runs; count throttles per ``step`` seconds.
+
+    The load is the example's own (250 orders a second for 4 s, 8 writer threads); each
+    throttle is counted at the simulated time of the attempt it refused. The shard count
+    over time is the key's ``shard_history``, the times the example prints.
+    """
     from shardmodel import sharding_of
     from shardmodel.testing import (
         CapacityLimits,
@@ -49,32 +67,44 @@ def flash_sale_timeline(step: float = 0.25) -> dict[str, list[float]]:
     example = _example("hot_key_growth.py")
     orders, clock = example.Orders, example.CLOCK
     start = clock.now()
-    timeline: dict[str, list[float]] = {"t": [], "throttles": [], "shards": []}
+    rate, seconds = 250, 4.0
+    refused: list[float] = []
     with mock_dynamodb():
         create_tables([orders])
         simulator = CapacitySimulator(
             clock=clock, limits=CapacityLimits(partition_wcu=50), buffer_writes=True
         )
+        count_throttles = simulator._count_throttles
+
+        def counted(throttles: Any) -> None:
+            throttles = list(throttles)
+            refused.extend([clock.now() - start] * len(throttles))
+            count_throttles(throttles)
+
+        simulator._count_throttles = counted  # type: ignore[method-assign]
         directory = sharding_of(orders).directory
         assert directory is not None
         simulator.attach(orders, directory.table())
-        rate, seconds, done = 250, 4.0, 0
-        for _ in range(round(seconds / step)):
-            before = sum(simulator.throttles.values())
-            first = done
 
-            def save(n: int, first: int = first) -> None:
-                orders("flash-shop", first + n, item="t-shirt").save()
+        def save(n: int) -> None:
+            orders("flash-shop", n, item="t-shirt").save()
 
-            with contextlib.redirect_stdout(io.StringIO()):  # the example prints changes
-                run_load(clock, rate, step, save, threads=8)
-            done += round(rate * step)
-            metadata = orders.shard_metadata("flash-shop")
-            timeline["t"].append(clock.now() - start)
-            timeline["throttles"].append((sum(simulator.throttles.values()) - before) / step)
-            timeline["shards"].append(metadata.number_of_shards if metadata else 1)
+        with contextlib.redirect_stdout(io.StringIO()):  # the example prints changes
+            run_load(clock, rate, seconds, save, threads=8)
         simulator.detach()
-    return timeline
+        metadata = orders.shard_metadata("flash-shop")
+        assert metadata is not None
+    slices = round(seconds / step)
+    throttles = [0.0] * slices
+    for at in refused:
+        throttles[min(slices - 1, int(at / step))] += 1 / step
+    changes = [(entry.epoch - start, entry.count) for entry in metadata.history]
+    return {
+        "t": [step * (n + 1) for n in range(slices)],
+        "throttles": throttles,
+        "change_t": [at for at, _ in changes],
+        "change_shards": [float(count) for _, count in changes],
+    }
 
 
 def draw_flash_sale(path: Path) -> None:
@@ -89,24 +119,24 @@ def draw_flash_sale(path: Path) -> None:
         data["throttles"],
         width=step * 0.9,
         color="#f4a261",
-        label="throttled requests / s",
+        label="throttled attempts / s",
     )
     shards_axis.step(
-        [0.0, *data["t"]],
-        [1, *data["shards"]],
+        [*data["change_t"], data["t"][-1]],
+        [*data["change_shards"], data["change_shards"][-1]],
         where="post",
         color="#264653",
         linewidth=2.5,
-        label="shards of flash-shop",
+        label="shards of flash-shop (its shard_history)",
     )
     shards_axis.set_zorder(throttle_axis.get_zorder() + 1)
     shards_axis.patch.set_visible(False)
     shards_axis.set_xlabel("simulated seconds (250 orders/s offered, 50 WCU/s per partition)")
     shards_axis.set_ylabel("shards", color="#264653")
-    throttle_axis.set_ylabel("throttled requests / s", color="#e76f51")
-    shards_axis.set_ylim(0, max(data["shards"]) + 1)
+    throttle_axis.set_ylabel("throttled attempts / s", color="#e76f51")
+    shards_axis.set_ylim(0, max(data["change_shards"]) + 1)
     handles = [h for ax in (shards_axis, throttle_axis) for h in ax.get_legend_handles_labels()[0]]
-    shards_axis.legend(handles=handles, loc="center right", frameon=False)
+    shards_axis.legend(handles=handles, loc="upper left", frameon=False, fontsize=8)
     shards_axis.set_title("DynamicShards grows a hot key until its throttles stop")
     fig.tight_layout()
     fig.savefig(path)
@@ -118,9 +148,17 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
     import random
     from datetime import datetime, timezone
 
-    from pynamodb.attributes import NumberAttribute, UTCDateTimeAttribute
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
 
-    from shardmodel import HashShards, RandomShards, ShardedKeyAttribute, ShardedModel, TimeBuckets
+    from shardmodel import (
+        DynamicShards,
+        HashShards,
+        OrderedShards,
+        RandomShards,
+        ShardedKeyAttribute,
+        ShardedModel,
+        TimeBuckets,
+    )
     from shardmodel.testing import create_tables, mock_dynamodb
 
     class Random(ShardedModel):
@@ -158,6 +196,26 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
         )
         created = UTCDateTimeAttribute(range_key=True)
 
+    class Grown(ShardedModel):
+        class Meta:
+            table_name = "chart-dynamic"
+            region = "us-east-1"
+
+        shop = ShardedKeyAttribute(
+            hash_key=True, strategy=DynamicShards(jitter=0), rng=random.Random(5)
+        )
+        order_id = NumberAttribute(range_key=True)
+
+    class Listed(ShardedModel):
+        class Meta:
+            table_name = "chart-ordered"
+            region = "us-east-1"
+
+        listing = ShardedKeyAttribute(
+            hash_key=True, strategy=OrderedShards(["", "g", "p"], on="title")
+        )
+        title = UnicodeAttribute(range_key=True)
+
     rows: list[tuple[str, str, list[tuple[str, str]]]] = []
     hashed = 'HashShards(10,\n  on=["path", "timestamp"]),\nseparator="_", first_shard=1'
     daily = '[TimeBuckets("created", "day"),\n RandomShards(5)]'
@@ -172,6 +230,13 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
         rows.append(("calculated suffix", hashed, _saved(items, "timestamp")))
         items = [Daily(tenant_id="tenant-456", created=day.replace(hour=9 + n)) for n in (0, 1, 2)]
         rows.append(("time bucket + suffix", daily, _saved(items, "created")))
+        create_tables([Grown, Listed])
+        Grown.grow_shards("shop-7", 4)  # as a growth on throttling would
+        items = [Grown(shop="shop-7", order_id=n) for n in (1, 2, 3)]
+        rows.append(("dynamic, grown to 4", "DynamicShards()", _saved(items, "order_id")))
+        items = [Listed(listing="all", title=t) for t in ("abbey road", "kind of blue", "the wall")]
+        ordered = 'OrderedShards(["", "g", "p"],\n  on="title")'
+        rows.append(("ordered ranges", ordered, _saved(items, "title")))
     return rows
 
 
@@ -216,6 +281,234 @@ def draw_key_format(path: Path) -> None:
             0.0, 0.18, declaration, family="monospace", fontsize=7.5, transform=axis.transAxes
         )
     fig.suptitle("What shardmodel stores: one logical key, several physical keys", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def draw_burst(path: Path) -> None:
+    """``make demo``'s burst (:mod:`shardmodel.hot_key_burst`): throttles and lost writes."""
+    import matplotlib.pyplot as plt
+
+    from shardmodel.hot_key_burst import RATE, run_hot_key_burst
+
+    runs = run_hot_key_burst()
+    fig, axis = plt.subplots(figsize=(7, 3.0), dpi=120)
+    names = [f"{run.layout}\n{run.strategy}" for run in runs]
+    places = range(len(runs))
+    width = 0.38
+    throttled = axis.bar(
+        [p - width / 2 for p in places], [r.throttles for r in runs], width, color="#f4a261",
+        label="throttled attempts",
+    )  # fmt: skip
+    lost = axis.bar(
+        [p + width / 2 for p in places], [r.lost for r in runs], width, color="#e63946",
+        label="lost writes",
+    )  # fmt: skip
+    axis.bar_label(throttled, fmt="{:,.0f}", fontsize=8)
+    axis.bar_label(lost, fmt="{:,.0f}", fontsize=8)
+    axis.set_xticks(list(places), names)
+    axis.set_ylabel("count")
+    axis.legend(frameon=False, fontsize=8)
+    axis.set_title(
+        f"{runs[0].writes:,} writes to one key at {RATE:,}/s on the capacity simulator",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _writes(rules: Any) -> str:
+    """Where a phase's writes go, in the words of the resharding page's table."""
+    if rules.writes == "old":
+        return "old key, unless fenced" if rules.fenced else "old key"
+    return "new key, old fenced first" if rules.fence else "new key"
+
+
+def migration_phases() -> list[tuple[str, str, str, str]]:
+    """The phases of a layout change and what each does, for the migration figure:
+    (phase, writes go to, reads cover, the job that runs in it), from the rules the
+    library follows (:data:`shardmodel.keyspace.phases.RULES`) and its jobs."""
+    from shardmodel.keyspace.phases import PHASES, RULES
+    from shardmodel.migration.reshard import JOBS
+
+    jobs = {
+        "backfill": "move every item",
+        "cleanup": "move what is left",
+        "sweep": "sweep tombstones",
+    }
+    found = []
+    for phase in PHASES:
+        rules = RULES[phase]
+        reads = "old + new" if len(rules.reads) > 1 else f"{rules.reads[0]} only"
+        job = JOBS.get(phase)
+        found.append((phase.value, _writes(rules), reads, jobs.get(job or "", job or "")))
+    return found
+
+
+def draw_migration(path: Path) -> None:
+    """The phases of an online layout change, left to right: writes, reads and jobs."""
+    import matplotlib.pyplot as plt
+
+    colors = {"old": "#8ab17d", "new": "#2a9d8f", "both": "#e9c46a"}
+    fig, axis = plt.subplots(figsize=(9, 3.0), dpi=120)
+    rows = (("writes", 2), ("reads", 1), ("job", 0))
+    phases = migration_phases()
+    for column, (phase, writes, reads, job) in enumerate(phases):
+        cells = (
+            (2, writes, colors["old"] if writes.startswith("old") else colors["new"]),
+            (1, reads, colors["both"] if "+" in reads else colors["new"]),
+            (0, job, "#f4a261" if job else "#f1f1f1"),
+        )
+        for row, text, color in cells:
+            axis.add_patch(plt.Rectangle((column, row), 0.96, 0.9, color=color))
+            axis.text(column + 0.48, row + 0.45, textwrap.fill(text, 14),
+                      ha="center", va="center", fontsize=6.5)  # fmt: skip
+        axis.text(column + 0.48, 3.05, phase, ha="center", va="bottom", fontsize=8, weight="bold")
+    for label, row in rows:
+        axis.text(-0.1, row + 0.45, label, ha="right", va="center", fontsize=9)
+    axis.annotate("", xy=(len(phases), -0.25), xytext=(0, -0.25),
+                  arrowprops={"arrowstyle": "->", "color": "#555555"})  # fmt: skip
+    axis.text(len(phases) / 2, -0.55, "time (each phase after the last has settled)",
+              ha="center", fontsize=8)  # fmt: skip
+    axis.set_xlim(-1.2, len(phases))
+    axis.set_ylim(-0.8, 3.5)
+    axis.axis("off")
+    axis.set_title("Changing a layout online: what writes, reads and jobs do in each phase",
+                   fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def draw_ordered(path: Path) -> None:
+    """``examples/ordered_albums.py``'s shards: ordered ranges, and the overflow's sub-shards."""
+    import itertools
+    from collections import Counter
+
+    import matplotlib.pyplot as plt
+
+    from shardmodel.keyspace.ordered import default_normalize
+    from shardmodel.testing.titles import generate_titles
+
+    example = _example("ordered_albums.py")
+    strategy = example.STRATEGY
+    titles = [default_normalize(t) for t in itertools.islice(generate_titles(5_000, seed=2), 5_000)]
+    counts: Counter[int] = Counter()
+    for title in titles:
+        subs = strategy.sub_shards(title)
+        if subs:  # an overflow value: spread over its sub-shards (counted evenly here)
+            for sub in subs:
+                counts[sub] += 1 / len(subs)
+        else:
+            counts[strategy.shard_of(title)] += 1
+    shards = strategy.shard_count
+    fig, axis = plt.subplots(figsize=(9, 3.2), dpi=120)
+    axis.bar(range(shards), [counts[n] for n in range(shards)], color="#2a9d8f",
+             label="a range of titles (concatenated in order)")  # fmt: skip
+    subs = list(range(shards, strategy.total_shards))
+    axis.bar(subs, [counts[n] for n in subs], color="#e76f51",
+             label='"greatest hits": overflow sub-shards (merged)')  # fmt: skip
+    ticks = list(range(0, shards, 4))
+    labels = [f"#{n}\n{strategy.boundaries[n][:6] or '(start)'!s}" for n in ticks]
+    axis.set_xticks([*ticks, *subs], [*labels, *(f"#{n}" for n in subs)], fontsize=7)
+    axis.set_ylim(0, max(counts.values()) * 1.35)
+    axis.set_xlabel("physical shard (and the first title it holds)")
+    axis.set_ylabel("albums")
+    axis.legend(frameon=False, fontsize=8)
+    axis.set_title(
+        f"OrderedShards: {len(titles):,} titles over {shards} ordered ranges + "
+        f"{len(subs)} overflow sub-shards",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def draw_herd(path: Path) -> None:
+    """``examples/herd.py``: the top-of-the-hour burst, all at once and with ``herd_offset``."""
+    import matplotlib.pyplot as plt
+
+    example = _example("herd.py")
+    outcomes = []
+    for name, limits in (("provisioned", example.PROVISIONED), ("on-demand", example.ON_DEMAND)):
+        outcomes.append(example.measure(f"{name},\nall at 16:00:00", example.SENSORS, 0, limits))
+        outcomes.append(
+            example.measure(
+                f"{name},\nherd_offset {example.WINDOW:.0f}s",
+                example.SENSORS,
+                example.WINDOW,
+                limits,
+            )
+        )
+    fig, axis = plt.subplots(figsize=(8, 3.2), dpi=120)
+    width = 0.27
+    series = (
+        (
+            "throttled attempts",
+            [o.table_throttles + o.partition_throttles for o in outcomes],
+            "#f4a261",
+        ),
+        ("writes late > 1 s", [o.late for o in outcomes], "#8d99ae"),
+        ("lost writes", [o.lost for o in outcomes], "#e63946"),
+    )
+    for offset, (label, values, color) in zip((-width, 0.0, width), series, strict=True):
+        bars = axis.bar([n + offset for n in range(len(outcomes))], values, width,
+                        color=color, label=label)  # fmt: skip
+        axis.bar_label(bars, fmt="{:,.0f}", fontsize=7)
+    axis.set_xticks(range(len(outcomes)), [o.name for o in outcomes], fontsize=8)
+    axis.legend(frameon=False, fontsize=8)
+    axis.set_title(f"{example.SENSORS:,} sensors report at the top of the hour (examples/herd.py)",
+                   fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def timeseries_items() -> list[tuple[str, str]]:
+    """(PK, SK) as ``examples/timeseries.py``'s model stores them, read back raw."""
+    from datetime import timedelta
+
+    from shardmodel.testing import create_tables, mock_dynamodb
+
+    example = _example("timeseries.py")
+    reading = example.Reading
+    with mock_dynamodb():
+        create_tables([reading])
+        for sensor in example.SENSORS[:3]:
+            for minutes in (4, 65):
+                at = example.START + timedelta(minutes=minutes, seconds=5)
+                reading(sensor_id=sensor, timestamp=at, value=1).save()
+        raw = reading._get_connection().scan()["Items"]
+    return sorted((item["PK"]["S"], item["SK"]["S"]) for item in raw)
+
+
+def draw_timeseries(path: Path) -> None:
+    """The hybrid layout: the shard and the hour in PK, the sensor and the time in SK."""
+    import matplotlib.pyplot as plt
+
+    rows = timeseries_items()
+    fig, axis = plt.subplots(figsize=(7, 0.32 * len(rows) + 1.2), dpi=120)
+    axis.axis("off")
+    table = axis.table(
+        cellText=[list(row) for row in rows],
+        colLabels=["PK: md5(sensor) % 10 # UTC hour", "SK: sensor # UTC time"],
+        colWidths=[0.42, 0.58],
+        cellLoc="left",
+        bbox=[0.0, 0.0, 1.0, 1.0],
+    )
+    table.auto_set_font_size(False)
+    table.set_fontsize(8.5)
+    for (row, _), cell in table.get_celld().items():
+        cell.set_edgecolor("#bbbbbb")
+        if row == 0:
+            cell.set_facecolor("#e9f1f7")
+            cell.set_text_props(weight="bold")
+    axis.set_title(
+        "TimeSeriesModel (examples/timeseries.py): 3 sensors, 2 hours, as stored", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -327,6 +620,65 @@ def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+#: the aio bench's last output (benchmarks/aio_bench.py keeps it; make bench runs it)
+ASYNC_OUTPUT = ROOT / "benchmarks" / "aio_last_run.txt"
+#: the aio bench's cost-curve table, by the start of its title
+ASYNC_CURVE = "latest 100 (limit=100, newest first)"
+
+
+def async_curve(text: str) -> list[dict[str, Any]]:
+    """The aio bench's cost curve: per shard count and way, requests and the two ratios."""
+    lines = text.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.startswith(ASYNC_CURVE)), None)
+    if start is None:
+        raise ValueError(f"{ASYNC_OUTPUT.name}: no table starting {ASYNC_CURVE!r}")
+    rows = []
+    for line in lines[start + 3 :]:
+        cells = line.split()
+        if not cells or not (cells[0].isdigit() or cells[0] == "-"):
+            break
+        numeric = [c for c in cells[1:] if c.replace(".", "", 1).isdigit()]
+        way = " ".join(c for c in cells[1:] if c not in numeric)
+        requests, _items, _wall, wall_ratio, _cpu, cpu_ratio = map(float, numeric[:6])
+        rows.append(
+            {
+                "shards": None if cells[0] == "-" else int(cells[0]),
+                "way": way,
+                "requests": requests,
+                "x wall": wall_ratio,
+                "x CPU": cpu_ratio,
+            }
+        )
+    return rows
+
+
+def draw_async_curve(rows: list[dict[str, Any]], path: Path) -> None:
+    """Requests, wall and client CPU of the latest 100 against shards, sync and async."""
+    import matplotlib.pyplot as plt
+
+    measures = ("requests", "x wall", "x CPU")
+    fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
+    shards = sorted({r["shards"] for r in rows if r["shards"] is not None})
+    for axis, measure in zip(axes, measures, strict=True):
+        for way, style, color in (("sync", "s--", "C1"), ("async", "o-", "C0")):
+            points = [(r["shards"], r[measure]) for r in rows if r["way"] == way]
+            axis.plot(*zip(*points, strict=True), style, color=color, label=way)
+        axis.axhline(1.0, color="#888888", linewidth=1, label="one partition")
+        if measure == "x CPU":
+            axis.axhline(3.0, color="#cc4444", linewidth=1, linestyle=":", label="target at 64")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xticks(shards, [str(n) for n in shards])
+        axis.set_xlabel("shards")
+        axis.set_title(measure if measure == "requests" else f"{measure} of one partition")
+    axes[0].legend(fontsize=6, frameon=False)
+    axes[2].legend(fontsize=6, frameon=False)
+    fig.suptitle("latest 100: the cost curve, sync and async (from make bench)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def build(outdir: Path) -> list[Path]:
     """Draw every chart into ``outdir``; return the files written."""
     import matplotlib
@@ -334,7 +686,16 @@ def build(outdir: Path) -> list[Path]:
     matplotlib.use("Agg")
     outdir.mkdir(parents=True, exist_ok=True)
     made = []
-    for name, draw in (("flash_sale.png", draw_flash_sale), ("key_format.png", draw_key_format)):
+    drawn = (
+        ("flash_sale.png", draw_flash_sale),
+        ("key_format.png", draw_key_format),
+        ("burst.png", draw_burst),
+        ("migration_phases.png", draw_migration),
+        ("ordered.png", draw_ordered),
+        ("herd.png", draw_herd),
+        ("timeseries.png", draw_timeseries),
+    )
+    for name, draw in drawn:
         draw(outdir / name)
         made.append(outdir / name)
     tables = bench_tables(BENCH_OUTPUT.read_text(encoding="utf-8"))
@@ -344,6 +705,9 @@ def build(outdir: Path) -> list[Path]:
     ):
         draw_bench(title, tables[title], outdir / name)
         made.append(outdir / name)
+    curve = async_curve(ASYNC_OUTPUT.read_text(encoding="utf-8"))
+    draw_async_curve(curve, outdir / "async_cost_curve.png")
+    made.append(outdir / "async_cost_curve.png")
     return made
 
 

@@ -19,9 +19,11 @@ from shardmodel.errors import (
 )
 from shardmodel.keyspace.dynamic import DynamicShards, ShardChange
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
-from shardmodel.keyspace.ordered import BoundaryWarning, NormalizedAttribute, OrderedShards
+from shardmodel.keyspace.normalization import NormalizedAttribute
+from shardmodel.keyspace.ordered import BoundaryWarning, OrderedShards
 from shardmodel.keyspace.strategies import HashShards, RandomShards, ShardCount, ShardStrategy
 from shardmodel.keyspace.time_buckets import TimeBuckets
+from shardmodel.model.aio import AsyncBatchWrite, AsyncIndex, AsyncResultIterator
 from shardmodel.model.sharded import ShardedBatchWrite, ShardedModel
 from shardmodel.retry import Backoff
 from shardmodel.throttles import throttling_reasons
@@ -36,6 +38,9 @@ from shardmodel.timeseries import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncBatchWrite",
+    "AsyncIndex",
+    "AsyncResultIterator",
     "Backoff",
     "BoundaryWarning",
     "BucketKeyAttribute",

@@ -25,7 +25,8 @@ from typing import Any, TextIO
 from attrs import frozen
 
 from shardmodel.errors import ShardModelError
-from shardmodel.keyspace.ordered import default_normalize, normalized_all, sample_cuts
+from shardmodel.keyspace.normalization import default_normalize, normalized_all
+from shardmodel.keyspace.ordered import sample_cuts
 
 __all__ = [
     "BoundaryReport",
@@ -92,7 +93,7 @@ def _sorted_series(values: Any) -> Any:
     """A polars Series or pyarrow array, normalized as the default does and sorted.
 
     ASCII values are lower-cased by polars; the rest (rare in most samples) go through
-    :func:`~shardmodel.keyspace.ordered.normalized` one by one, so the result equals
+    :func:`~shardmodel.keyspace.normalization.normalized` one by one, so the result equals
     the standard library path's.
     """
     import polars as pl

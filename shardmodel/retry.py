@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import random
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from attrs import field, frozen
@@ -108,7 +108,8 @@ def is_transient(error: BaseException) -> bool:
 
 # -- what each attempt of a call did --------------------------------------------------
 
-_log = threading.local()
+#: The open attempt log: (its entries, fail fast); per thread and per async call.
+_log: ContextVar[tuple[list[str], bool] | None] = ContextVar("shardmodel_attempts", default=None)
 _OBSERVER_ID = "shardmodel-attempt-log"
 
 
@@ -127,9 +128,10 @@ def _observe(
     operation: Any = None,
     **_: Any,
 ) -> None:
-    kinds: list[str] | None = getattr(_log, "kinds", None)
-    if kinds is None:
+    log = _log.get()
+    if log is None:
         return None
+    kinds, fail_fast = log
     if caught_exception is not None:
         kinds.append("unsent" if is_unsent(caught_exception) else "ambiguous")
         return None
@@ -139,7 +141,7 @@ def _observe(
         kinds.append("applied")
     elif code in THROTTLE_CODES or http.status_code < 500:
         kinds.append("refused")
-        if code in THROTTLE_CODES and getattr(_log, "fail_fast", False):
+        if code in THROTTLE_CODES and fail_fast:
             from botocore.exceptions import ClientError
 
             # the caller handles throttles itself (it may grow the key): no retry here
@@ -151,20 +153,20 @@ def _observe(
 
 @contextlib.contextmanager
 def attempt_log(fail_fast: bool = False) -> Iterator[list[str]]:
-    """Collect the outcome of each attempt of the calls made in this block, this thread.
+    """Collect the outcome of each attempt of the calls made in this block (this thread,
+    or this async call).
 
     Each entry is ``applied``, ``refused`` (throttled or rejected), ``unsent`` (no
     connection) or ``ambiguous`` (a timeout or 5xx: it may have been applied). With
     ``fail_fast``, a throttled attempt raises at once instead of being retried by
     botocore, so the caller sees the first throttle.
     """
-    previous = getattr(_log, "kinds", None), getattr(_log, "fail_fast", False)
     kinds: list[str] = []
-    _log.kinds, _log.fail_fast = kinds, fail_fast
+    token = _log.set((kinds, fail_fast))
     try:
         yield kinds
     finally:
-        _log.kinds, _log.fail_fast = previous
+        _log.reset(token)
 
 
 def failing_fast() -> bool:

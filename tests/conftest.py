@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from shardmodel.testing import bind_models, create_tables, mock_dynamodb
+from tests.apis import AsyncApi
 from tests.models import ALL_MODELS
 from tests.support import shard_directory
 
@@ -41,3 +43,10 @@ def tables() -> Iterator[None]:
         directory = shard_directory(model)
         if directory is not None:
             directory.clear_cache()
+
+
+@pytest.fixture
+def async_api() -> Iterator[AsyncApi]:
+    """The coroutine twins, run on one event loop for the test (its sockets closed after)."""
+    with asyncio.Runner() as runner:
+        yield AsyncApi(runner)

@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 from pynamodb.expressions.condition import size as sized_untyped
 
+from tests.apis import SYNC, SyncApi
 from tests.models import PlainTally, Tally, tally_model
 from tests.strategies import logical_keys
 from tests.support import raw_items
@@ -212,20 +213,23 @@ def _canonical(total: Decimal) -> Decimal:
     return Decimal(format(total.normalize(_EXACT), "f"))
 
 
-def _store(model: Any, key: str, scenario: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """Add the increments through ``model``, store the totals in PlainTally.
+def _store(
+    model: Any, key: str, scenario: dict[str, Any], api: SyncApi = SYNC
+) -> list[tuple[Any, ...]]:
+    """Add the increments through ``model`` (by ``api``), store the totals in PlainTally.
 
     Returns the rows a caller must see, from totals summed exactly here.
     """
+    tally = api.model(model)
     rows = []
     for slot, (adds, kind) in scenario["items"].items():
         totals: dict[str, Decimal] = {}
         for amounts_of in adds:
-            model.add(key, slot, **amounts_of)
+            tally.add(key, slot, **amounts_of)
             for name, value in amounts_of.items():
                 totals[name] = _EXACT.add(totals.get(name, Decimal(0)), exact(value))
         if kind is not None:
-            model(board=key, slot=slot, kind=kind).save()
+            api.save(model(board=key, slot=slot, kind=kind))
         if adds or kind is not None:
             hits, amount = (totals.get(name) for name in ("hits", "amount"))
             PlainTally(
@@ -248,28 +252,31 @@ def _scan(model: Any, scenario: dict[str, Any], flt: Any) -> list[tuple[Any, ...
     return sorted(found, key=repr)
 
 
-def check_counter_equivalence(scenario: dict[str, Any]) -> None:
+def check_counter_equivalence(scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
     """A counter model returns exactly what PlainTally holding the totals returns.
 
     And every logical item reads with the totals summed exactly here: whole totals as
-    ints (past 2**53 and to 38 digits), others as the float PynamoDB reads.
+    ints (past 2**53 and to 38 digits), others as the float PynamoDB reads. ``api``
+    adds to, writes and reads the counter model (``tests/apis.py``); its conditions
+    and filters are built from the model class itself.
     """
     _clear()
     key = f"tally-{next(_keys)}:{scenario.get('key', '')}"
-    sharded = tally_model(scenario.get("shards", 5))
-    want = sorted(_store(sharded, key, scenario), key=repr)
+    model = tally_model(scenario.get("shards", 5))
+    want = sorted(_store(model, key, scenario, api), key=repr)
+    sharded = api.model(model)
     plain = PlainTally
-    sharded_filter, plain_filter = _filter(sharded, scenario), _filter(plain, scenario)
+    sharded_filter, plain_filter = _filter(model, scenario), _filter(plain, scenario)
     query = {"scan_index_forward": scenario["forward"], "limit": scenario["limit"]}
     expected = [_row(i) for i in plain.query(key, _range(plain, scenario), plain_filter, **query)]
-    got = [_row(i) for i in sharded.query(key, _range(sharded, scenario), sharded_filter, **query)]
+    got = [_row(i) for i in sharded.query(key, _range(model, scenario), sharded_filter, **query)]
     assert got == expected
     plain_count = plain.count(key, _range(plain, scenario), plain_filter)
-    assert sharded.count(key, _range(sharded, scenario), sharded_filter) == plain_count
+    assert sharded.count(key, _range(model, scenario), sharded_filter) == plain_count
     assert _scan(sharded, scenario, sharded_filter) == _scan(plain, scenario, plain_filter)
     # a filter on the sharded key itself sees logical keys, alone or beside another test
     for on_key in (lambda m: m.board == key, lambda m: (m.board != "x") & (m.slot >= 20)):
-        assert _scan(sharded, scenario, on_key(sharded)) == _scan(plain, scenario, on_key(plain))
+        assert _scan(sharded, scenario, on_key(model)) == _scan(plain, scenario, on_key(plain))
     wanted = [(key, slot) for slot in scenario["items"]] + [(key, 99)]  # 99: never written
     got_batch = sorted((_row(i) for i in sharded.batch_get(wanted)), key=repr)
     assert got_batch == want
@@ -281,6 +288,6 @@ def check_counter_equivalence(scenario: dict[str, Any]) -> None:
             expected_row = None
         try:
             have: Any = _row(sharded.get(key, slot))
-        except sharded.DoesNotExist:
+        except model.DoesNotExist:
             have = None
         assert have == expected_row

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from shardmodel import CursorError, ShardedModel
 from shardmodel.engine import sharding_of
+from tests.apis import SYNC, SyncApi
 from tests.models import (
     CursorSecret,
     PlainEvent,
@@ -190,31 +191,42 @@ def _rows(items: Any) -> list[tuple[Any, str]]:
 
 
 def _read(
-    model: Any, key: str, scenario: dict[str, Any], foreign: Any = None
+    model: Any,
+    key: str,
+    scenario: dict[str, Any],
+    api: SyncApi = SYNC,
+    foreign: Any = None,
 ) -> list[tuple[Any, str]]:
     """Read with an optional stop-and-resume: the list a caller would see.
 
-    ``foreign()``: a class of the same query with another cursor secret (or none), which
-    must refuse the cursor (``tests/property/test_cursor_secrets.py`` checks every pair).
+    ``api`` reads the sharded models (the plain reference is always read directly); a
+    resumed read may change API at the cursor (see ``tests/apis.py``). Conditions are
+    built from ``model`` itself. ``foreign()``: a class of the same query with another
+    cursor secret (or none), which must refuse the cursor
+    (``tests/property/test_cursor_secrets.py`` checks every pair).
     """
     options = _query_options(model, scenario)
     stop = scenario["resume_after"]
-    if stop is None or not issubclass(model, ShardedModel):  # the reference reads at once
+    if not issubclass(model, ShardedModel):  # the reference reads directly, at once
         return _rows(model.query(key, **options))
-    first = model.query(key, **options)
+    if stop is None:
+        return _rows(api.model(model).query(key, **options))
+    reader, resuming = api.resumed(model)
+    first = reader.query(key, **options)
     seen = _rows(itertools.islice(first, stop))
     cursor = first.last_evaluated_key
     if cursor is None:
         return seen
     if foreign is not None:
         other = foreign()
+        refusing = api.model(other)
         with pytest.raises(CursorError):
-            list(other.query(key, last_evaluated_key=cursor, **_query_options(other, scenario)))
+            list(refusing.query(key, last_evaluated_key=cursor, **_query_options(other, scenario)))
     if scenario["limit"] is not None:
         options["limit"] = scenario["limit"] - len(seen)
         if options["limit"] <= 0:
             return seen
-    return seen + _rows(model.query(key, last_evaluated_key=cursor, **options))
+    return seen + _rows(resuming.query(key, last_evaluated_key=cursor, **options))
 
 
 def _secrets(scenario: dict[str, Any]) -> tuple[CursorSecret, CursorSecret]:
@@ -228,7 +240,7 @@ def unique_key(prefix: str, scenario: dict[str, Any]) -> str:
     return f"{prefix}{next(_keys)}:{scenario.get('key', '')}"
 
 
-def check_equivalence(scenario: dict[str, Any]) -> None:
+def check_equivalence(scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
     """Sharded models return exactly what the unsharded reference returns, in order.
 
     The plain model gets every number in plain form; the random and hashed models (of
@@ -238,6 +250,8 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     read back exactly (Decimal), so an order a float comparison gets wrong shows. The
     random model has the scenario's cursor secret (or none): it resumes its cursors,
     and a class of the same query with another secret (or none) refuses them.
+    ``api`` writes and reads the sharded models (``tests/apis.py``); conditions are
+    built from the model classes, and the plain reference is read directly.
     """
     key = unique_key("eq", scenario)
     mine, foreign = _secrets(scenario)
@@ -256,8 +270,8 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     written = list(zip(timestamps, forms, strict=False))
     with (
         plain_model.batch_write() as plain,
-        randomly_model.batch_write() as randomly,
-        hashed_model.batch_write() as hashed,
+        api.model(randomly_model).batch_write() as randomly,
+        api.model(hashed_model).batch_write() as hashed,
     ):
         for ts, form in written:
             kind = _kind(ts)
@@ -267,7 +281,7 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
             randomly.save(randomly_model(user_id=key, timestamp=number, event_type=kind))
             hashed.save(hashed_model(user_id=key, timestamp=number, event_type="x"))
     # the same keys again in another form: one batch may not name a key twice
-    with hashed_model.batch_write() as hashed:
+    with api.model(hashed_model).batch_write() as hashed:
         for ts, form in written:
             other = _number(scenario, ts, _other(form))
             hashed.save(hashed_model(user_id=key, timestamp=other, event_type=_kind(ts)))
@@ -275,9 +289,10 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     range_condition, filter_condition = _conditions(plain_model, scenario)
     plain_count = plain_model.count(key, range_condition, filter_condition)
     for model, foreign_of in sharded:
-        assert _read(model, key, scenario, foreign_of) == expected, model.__name__
+        assert _read(model, key, scenario, api, foreign_of) == expected, model.__name__
         range_condition, filter_condition = _conditions(model, scenario)
-        assert model.count(key, range_condition, filter_condition) == plain_count, model.__name__
+        counted = api.model(model).count(key, range_condition, filter_condition)
+        assert counted == plain_count, model.__name__
     # a dozen keys, each asked in another form: a random key's batch asks every shard
     asked = [
         (key, _number(scenario, ts, _other(form)))
@@ -285,16 +300,27 @@ def check_equivalence(scenario: dict[str, Any]) -> None:
     ]
     want = sorted((_value(scenario, ts), _kind(ts)) for ts in timestamps[:12])
     for model, _ in sharded:
-        got = sorted((e.timestamp, e.event_type) for e in model.batch_get(asked))
+        got = sorted((e.timestamp, e.event_type) for e in api.model(model).batch_get(asked))
         assert got == want, model.__name__
     for ts, number in [(ts, n) for (_, n), ts in zip(asked[:3], timestamps, strict=False)]:
         for model, _ in sharded:
-            assert model.get(key, number).event_type == _kind(ts), model.__name__
-    _check_scans(key, scenario, plain_model, [model for model, _ in sharded])
+            assert api.model(model).get(key, number).event_type == _kind(ts), model.__name__
+    _check_scans(key, scenario, plain_model, [model for model, _ in sharded], api)
 
 
-def _check_scans(key: str, scenario: dict[str, Any], plain: Any, sharded: list[Any]) -> None:
-    """Scans (with the scenario's filter, and with one on a number) see the same items."""
+def _check_scans(
+    key: str, scenario: dict[str, Any], plain: Any, sharded: list[Any], api: SyncApi = SYNC
+) -> None:
+    """Scans (with the scenario's filter, and with one on a number) see the same items.
+
+    Conditions are built from each model class; ``api`` scans the sharded ones.
+    """
+    # the tables hold every example's items: pages of at least 25 keep a run's scans
+    # near linear in its items (pages of 1 sent one request per stored item)
+    page_size = scenario["page_size"] and max(25, scenario["page_size"])
+
+    def reader(model: Any) -> Any:
+        return api.model(model) if issubclass(model, ShardedModel) else model
 
     def scanned(model: Any) -> list[tuple[Any, str]]:
         kind = scenario["filter"]
@@ -302,10 +328,7 @@ def _check_scans(key: str, scenario: dict[str, Any], plain: Any, sharded: list[A
         condition = model.timestamp >= low
         if kind is not None:
             condition &= model.event_type == kind
-        # the tables hold every example's items: pages of at least 25 keep a run's scans
-        # near linear in its items (pages of 1 sent one request per stored item)
-        page_size = scenario["page_size"] and max(25, scenario["page_size"])
-        found = model.scan(condition, page_size=page_size)
+        found = reader(model).scan(condition, page_size=page_size)
         return sorted((e.timestamp, e.event_type) for e in found if e.user_id == key)
 
     expected = scanned(plain)
@@ -315,9 +338,7 @@ def _check_scans(key: str, scenario: dict[str, Any], plain: Any, sharded: list[A
     def keyed(model: Any) -> list[tuple[str, int, str]]:
         """A scan filtered on the sharded key: every matching item, of every key."""
         condition = KEY_FILTERS[scenario.get("key_filter", "eq")](model, key)
-        found = model.scan(
-            condition, page_size=scenario["page_size"] and max(25, scenario["page_size"])
-        )
+        found = reader(model).scan(condition, page_size=page_size)
         return sorted((e.user_id, int(e.timestamp), e.event_type) for e in found)
 
     expected_keyed = keyed(plain)
@@ -355,7 +376,11 @@ def _dynamic_placement(key: str) -> dict[int, int]:
 
 
 def check_dynamic_equivalence(
-    scenario: dict[str, Any], growths: list[int], shrink: int | None, compact: bool
+    scenario: dict[str, Any],
+    growths: list[int],
+    shrink: int | None,
+    compact: bool,
+    api: SyncApi = SYNC,
 ) -> None:
     """A dynamic key returns exactly what the unsharded reference returns, in order.
 
@@ -366,6 +391,7 @@ def check_dynamic_equivalence(
         shrink: after every write, lower the live count to this, clamped below the live
             count (no shrink when None or when the key never grew).
         compact: after the shrink, move the retired shards' items into the live ones.
+        api: writes and reads the dynamic key (``tests/apis.py``).
     """
     from hypothesis import event
 
@@ -396,7 +422,7 @@ def check_dynamic_equivalence(
             live = grown.number_of_shards
         if position < len(timestamps):
             ts = timestamps[position]
-            DynamicEvent(user_id=key, timestamp=ts, event_type=_kind(ts)).save()
+            api.save(DynamicEvent(user_id=key, timestamp=ts, event_type=_kind(ts)))
             live_at[ts] = live
     placed = _dynamic_placement(key)
     assert sorted(placed) == sorted(timestamps)
@@ -421,12 +447,13 @@ def check_dynamic_equivalence(
             assert sorted(after) == sorted(timestamps)
             assert max(after.values(), default=0) < target
     expected = _read(PlainEvent, key, scenario)
-    assert _read(DynamicEvent, key, scenario) == expected
+    assert _read(DynamicEvent, key, scenario, api) == expected
     range_condition, filter_condition = _conditions(DynamicEvent, scenario)
     plain_count = PlainEvent.count(key, range_condition, filter_condition)
-    assert DynamicEvent.count(key, range_condition, filter_condition) == plain_count
+    dynamic = api.model(DynamicEvent)
+    assert dynamic.count(key, range_condition, filter_condition) == plain_count
     wanted = [(key, ts) for ts in timestamps] + [(key, 501)]  # 501 is never written
-    found = sorted((e.timestamp, e.event_type) for e in DynamicEvent.batch_get(wanted))
+    found = sorted((e.timestamp, e.event_type) for e in dynamic.batch_get(wanted))
     assert found == sorted((ts, _kind(ts)) for ts in timestamps)
 
 
@@ -462,17 +489,19 @@ def _iso_bound(minutes: int, offset: int) -> str:
     return moment.astimezone(timezone(timedelta(minutes=offset))).isoformat()
 
 
-def check_iso_equivalence(scenario: dict[str, Any]) -> None:
+def check_iso_equivalence(scenario: dict[str, Any], api: SyncApi = SYNC) -> None:
     """A time-bucketed ISO string key returns exactly what the unsharded reference does.
 
     The key is any text; each day bucket is spread over the scenario's 1 to 16 shards.
+    ``api`` writes and reads the sharded model (``tests/apis.py``); conditions are built
+    from the model class, and the plain reference is read directly.
     """
     key = unique_key("iso", scenario)
     sharded = iso_model(scenario.get("shards", 3))
     stored = sorted(
         {(_ISO_START + timedelta(minutes=m)).strftime(form) for m, form in scenario["times"]}
     )
-    with PlainIsoEvent.batch_write() as plain, sharded.batch_write() as batch:
+    with PlainIsoEvent.batch_write() as plain, api.model(sharded).batch_write() as batch:
         for at in stored:
             plain.save(PlainIsoEvent(user_id=key, at=at, event_type="e"))
             batch.save(sharded(user_id=key, at=at, event_type="e"))
@@ -496,9 +525,12 @@ def check_iso_equivalence(scenario: dict[str, Any]) -> None:
         if model is sharded and kind != "between":
             kwargs["time_range"] = far
         stop = scenario["resume_after"]
-        first = model.query(key, **kwargs)
-        if model is PlainIsoEvent or stop is None:
-            return [e.at for e in first]
+        if model is PlainIsoEvent:
+            return [e.at for e in model.query(key, **kwargs)]
+        if stop is None:
+            return [e.at for e in api.model(model).query(key, **kwargs)]
+        reader, resuming = api.resumed(model)
+        first = reader.query(key, **kwargs)
         seen = [e.at for e in itertools.islice(first, stop)]
         cursor = first.last_evaluated_key
         if cursor is None:
@@ -507,6 +539,6 @@ def check_iso_equivalence(scenario: dict[str, Any]) -> None:
             kwargs["limit"] -= len(seen)
             if kwargs["limit"] <= 0:
                 return seen
-        return seen + [e.at for e in model.query(key, last_evaluated_key=cursor, **kwargs)]
+        return seen + [e.at for e in resuming.query(key, last_evaluated_key=cursor, **kwargs)]
 
     assert read(sharded) == read(PlainIsoEvent)

@@ -19,7 +19,7 @@ from pynamodb.attributes import UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
 from shardmodel import NormalizedAttribute, OrderedShards, ShardedKeyAttribute, ShardedModel
-from shardmodel.keyspace.ordered import default_normalize, normalized
+from shardmodel.keyspace.normalization import default_normalize, normalized
 from tests.models import IndexedAlbum, OrderedAlbum, PlainAlbum
 from tests.strategies import logical_keys
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from shardmodel.cli.registry import CommandError, UsageError
 
-__all__ = ["endpoint", "load_model", "number", "whole"]
+__all__ = ["add_load_arguments", "endpoint", "load_model", "number", "whole"]
 
 
 # -- argument types ----------------------------------------------------------------------
@@ -119,3 +119,43 @@ def load_model(path: str, host: str | None = None) -> Any:
         bound.Meta.host = host
         bound._connection = None
     return bound
+
+
+def add_load_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    reads: Callable[[str], float],
+    writes: Callable[[str], float],
+    helps: tuple[str, str, str],
+) -> None:
+    """The load a capacity command sizes for: item size, reads, writes, headroom.
+
+    ``reads``, ``writes``: the bounded types of the two rates; ``helps``: the help of the
+    read rate, the write rate and the headroom, which say what the rates are of.
+    """
+    from shardmodel.capacity import DEFAULT_HEADROOM, MAX_HEADROOM, MAX_ITEM_BYTES
+
+    reads_help, writes_help, headroom_help = helps
+    parser.add_argument(
+        "--item-bytes",
+        type=whole(1, MAX_ITEM_BYTES, "DynamoDB's 400 KB item limit"),
+        required=True,
+        help="size of one item, names included",
+    )
+    parser.add_argument("--reads-per-second", type=reads, default=0.0, help=reads_help)
+    parser.add_argument(
+        "--items-per-read",
+        type=whole(1, 100_000, "items one Query reads, in 1 MB pages"),
+        default=1,
+        help="items one Query reads",
+    )
+    parser.add_argument("--writes-per-second", type=writes, default=0.0, help=writes_help)
+    parser.add_argument(
+        "--consistent", action="store_true", help="the Queries are strongly consistent"
+    )
+    parser.add_argument(
+        "--headroom",
+        type=number(1, MAX_HEADROOM, "more is waste, not safety"),
+        default=DEFAULT_HEADROOM,
+        help=headroom_help,
+    )

@@ -1,4 +1,4 @@
-"""``shardmodel demo``: a hot key's burst of writes, unsharded vs sharded, on in-process moto.
+"""``shardmodel demo``: a hot key's burst, unsharded, sharded and dynamic, on the simulator.
 
 The command parses its options; :func:`shardmodel.demo.run_demo` writes and prints.
 """
@@ -20,14 +20,14 @@ def _demo_command(commands: Subparsers) -> None:
     demo = add_command(
         commands,
         "demo",
-        "show a hot key's writes unsharded vs sharded, on in-process moto",
+        "throttle a hot key's burst unsharded, sharded and dynamic, on the capacity simulator",
         _demo,
     )
     demo.add_argument(
         "--writes",
         type=whole(1, DEMO_WRITES, "a burst in-process moto writes in seconds"),
-        default=2000,
-        help="writes in the burst",
+        default=5000,
+        help="writes in the burst (5,000 a second)",
     )
     demo.add_argument(
         "--shards",

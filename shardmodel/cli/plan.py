@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 
 from shardmodel.capacity import (
-    DEFAULT_HEADROOM,
-    MAX_HEADROOM,
-    MAX_ITEM_BYTES,
     PARTITION_RCU,
     PARTITION_WCU,
     ShardPlan,
 )
-from shardmodel.cli.arguments import number, whole
+from shardmodel.cli.arguments import add_load_arguments, number
 from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
 from shardmodel.core.terminal import progress, table
 from shardmodel.keyspace.strategies import MAX_SHARDS
@@ -37,38 +34,15 @@ def _plan_command(commands: Subparsers) -> None:
         "how many shards one hot key needs, with DynamoDB's unit rounding",
         _plan,
     )
-    plan.add_argument(
-        "--item-bytes",
-        type=whole(1, MAX_ITEM_BYTES, "DynamoDB's 400 KB item limit"),
-        required=True,
-        help="size of one item, names included",
-    )
-    plan.add_argument(
-        "--reads-per-second",
-        type=number(0, MAX_READS, f"what {MAX_SHARDS:,} partitions serve"),
-        default=0.0,
-        help="Queries a second of the key",
-    )
-    plan.add_argument(
-        "--items-per-read",
-        type=whole(1, 100_000, "items one Query reads, in 1 MB pages"),
-        default=1,
-        help="items one Query reads",
-    )
-    plan.add_argument(
-        "--writes-per-second",
-        type=number(0, MAX_WRITES, f"what {MAX_SHARDS:,} partitions accept"),
-        default=0.0,
-        help="items written a second",
-    )
-    plan.add_argument(
-        "--consistent", action="store_true", help="the Queries are strongly consistent"
-    )
-    plan.add_argument(
-        "--headroom",
-        type=number(1, MAX_HEADROOM, "more is waste, not safety"),
-        default=DEFAULT_HEADROOM,
-        help="capacity kept over the mean load (1: none)",
+    add_load_arguments(
+        plan,
+        reads=number(0, MAX_READS, f"what {MAX_SHARDS:,} partitions serve"),
+        writes=number(0, MAX_WRITES, f"what {MAX_SHARDS:,} partitions accept"),
+        helps=(
+            "Queries a second of the key",
+            "items written a second",
+            "capacity kept over the mean load (1: none)",
+        ),
     )
     plan.add_argument(
         "--verify",
@@ -89,13 +63,17 @@ def _strategy_lines(plan: ShardPlan) -> list[str]:
         return ["strategy: none needed; one partition serves this key"]
     if plan.suggestion == "random":
         return [
-            f"strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards({plan.shards}))"
+            f"strategy: ShardedKeyAttribute(hash_key=True, strategy=RandomShards({plan.shards}))",
+            f"  (for items written once; items overwritten by key: HashShards({plan.shards}, "
+            'on=["<sort key>"]);',
+            '   a rate you cannot plan: DynamicShards(); see "Which strategy", docs/choosing.rst)',
         ]
     lines = [
         "strategy: ShardedKeyAttribute(hash_key=True, "
         f'strategy=HashShards({plan.shards}, on=["<attribute your reads fix>"]))',
         "  (a Query that fixes the `on` attributes reads one shard; one that does not "
         "reads every shard)",
+        '  (see the docs\' "Which strategy" page, docs/choosing.rst)',
     ]
     if plan.binding == "writes":
         lines.append(

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from shardmodel.capacity import DEFAULT_HEADROOM, MAX_HEADROOM, MAX_ITEM_BYTES
-from shardmodel.cli.arguments import endpoint, load_model, number, whole
+from shardmodel.cli.arguments import add_load_arguments, endpoint, load_model, number, whole
 from shardmodel.cli.registry import Subparsers, UsageError, add_command, command
 from shardmodel.core.terminal import progress
 
@@ -30,38 +29,16 @@ def _prewarm_command(commands: Subparsers) -> None:
         _prewarm,
     )
     prewarm.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
-    prewarm.add_argument(
-        "--item-bytes",
-        type=whole(1, MAX_ITEM_BYTES, "DynamoDB's 400 KB item limit"),
-        required=True,
-        help="size of one item, names included",
-    )
-    prewarm.add_argument(
-        "--reads-per-second",
-        type=number(0, MAX_QUOTA, "the largest quota --max-units takes"),
-        default=0.0,
-        help="Queries a second the table will see",
-    )
-    prewarm.add_argument(
-        "--items-per-read",
-        type=whole(1, 100_000, "items one Query reads, in 1 MB pages"),
-        default=1,
-        help="items one Query reads",
-    )
-    prewarm.add_argument(
-        "--writes-per-second",
-        type=number(0, MAX_QUOTA, "the largest quota --max-units takes"),
-        default=0.0,
-        help="items written a second to the table",
-    )
-    prewarm.add_argument(
-        "--consistent", action="store_true", help="the Queries are strongly consistent"
-    )
-    prewarm.add_argument(
-        "--headroom",
-        type=number(1, MAX_HEADROOM, "more is waste, not safety"),
-        default=DEFAULT_HEADROOM,
-        help="capacity kept over the event's rate (1: none)",
+    quota = number(0, MAX_QUOTA, "the largest quota --max-units takes")
+    add_load_arguments(
+        prewarm,
+        reads=quota,
+        writes=quota,
+        helps=(
+            "Queries a second the table will see",
+            "items written a second to the table",
+            "capacity kept over the event's rate (1: none)",
+        ),
     )
     prewarm.add_argument(
         "--no-indexes",

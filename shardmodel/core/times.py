@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Protocol
 
+from shardmodel.core.bridge import sleep
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 
 #: Named granularities and the strftime format of their labels (week is the ISO week).
@@ -167,7 +168,8 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The wall clock: ``time.time`` and ``time.sleep``."""
+    """The wall clock: ``time.time`` and ``time.sleep`` (inside an async call, a sleep of
+    that call alone, :func:`shardmodel.core.bridge.sleep`)."""
 
     def __repr__(self) -> str:
         return "SystemClock()"
@@ -176,4 +178,4 @@ class SystemClock:
         return time.time()
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(max(0.0, seconds))
+        sleep(max(0.0, seconds))

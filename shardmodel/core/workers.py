@@ -6,22 +6,48 @@ of its own. Lighter per request than a ``ThreadPoolExecutor``: no ``Future`` (a
 shutdown lock per submit; at 16 shards that bookkeeping was a fifth of a latest-100
 read's caller-thread CPU. Threads start on demand, up to :data:`SHARED_WORKERS`, and then
 stay: starting a thread waits for the GIL behind the others' work (milliseconds).
+
+Inside an async call (:mod:`shardmodel.core.bridge`) :func:`workers` gives
+:class:`LoopWorkers` instead: the same ``submit`` and replies, each call a task of the
+running event loop (in a greenlet of its own), no thread.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from collections.abc import Callable
 from queue import SimpleQueue
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["SHARED_WORKERS", "Task", "Workers", "shared_workers"]
+from shardmodel.core.bridge import await_, call, in_async
+
+__all__ = [
+    "SHARED_WORKERS",
+    "LoopWorkers",
+    "Replies",
+    "Runner",
+    "Task",
+    "Workers",
+    "shared_workers",
+    "workers",
+]
 
 _R = TypeVar("_R")
 
 #: The most threads the shared workers start.
 SHARED_WORKERS = 64
+
+
+class Replies(Protocol[_R]):
+    """Where finished tasks arrive: ``SimpleQueue`` for threads, a loop queue for tasks."""
+
+    def put(self, item: Task[_R]) -> None: ...
+
+    def get(self) -> Task[_R]: ...
+
+    def empty(self) -> bool: ...
 
 
 class Task(Generic[_R]):
@@ -33,7 +59,7 @@ class Task(Generic[_R]):
         self,
         call: Callable[..., _R],
         args: tuple[Any, ...],
-        replies: SimpleQueue[Task[_R]],
+        replies: Replies[_R],
         tag: Any = None,
     ) -> None:
         self.call = call
@@ -70,7 +96,7 @@ class Workers:
         self,
         call: Callable[..., _R],
         args: tuple[Any, ...],
-        replies: SimpleQueue[Task[_R]],
+        replies: Replies[_R],
         tag: Any = None,
     ) -> Task[_R]:
         """Run ``call(*args)`` on a worker; the task goes to ``replies`` when done."""
@@ -84,6 +110,10 @@ class Workers:
                 threading.Thread(target=self._work, name=name, daemon=True).start()
         self._jobs.put(task)
         return task
+
+    def replies(self) -> Replies[Any]:
+        """A queue for this pool's finished tasks."""
+        return SimpleQueue()
 
     def _work(self) -> None:
         jobs = self._jobs
@@ -120,3 +150,93 @@ def shared_workers() -> Workers:
             if _workers is None:
                 _workers = Workers(SHARED_WORKERS, "shardmodel-query")
     return _workers
+
+
+class _LoopReplies(Generic[_R]):
+    """Finished tasks of one caller, put by loop tasks, taken in the caller's greenlet."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Task[_R]] = deque()
+        self._waiter: Any = None  # the future the caller waits on, while it waits
+
+    def put(self, item: Task[_R]) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def get(self) -> Task[_R]:
+        import asyncio
+
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await_(self._waiter)
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+    def empty(self) -> bool:
+        return not self._items
+
+
+class LoopWorkers:
+    """Runs :class:`Task` calls as tasks of the running event loop, each in a greenlet.
+
+    For code inside an async call: what it submits runs concurrently on the loop (a
+    merged query's shard requests), and waiting for a reply suspends only the caller.
+    """
+
+    def submit(
+        self,
+        call: Callable[..., _R],
+        args: tuple[Any, ...],
+        replies: Replies[_R],
+        tag: Any = None,
+    ) -> Task[_R]:
+        """Run ``call(*args)`` as a loop task; the task goes to ``replies`` when done."""
+        import asyncio
+
+        task = Task(call, args, replies, tag)
+        asyncio.get_running_loop().create_task(_run_task(task))
+        return task
+
+    def replies(self) -> Replies[Any]:
+        """A queue for finished tasks, waited on in the caller's greenlet."""
+        return _LoopReplies()
+
+
+async def _run_task(task: Task[Any]) -> None:
+    if not task.cancelled:
+        try:
+            task.result = await call(task.call, *task.args)
+        except BaseException as error:  # handed to the caller's greenlet
+            task.error = error
+    task.replies.put(task)
+
+
+class Runner(Protocol):
+    """What :func:`workers` gives: threads, or the running loop's tasks."""
+
+    def submit(
+        self,
+        call: Callable[..., _R],
+        args: tuple[Any, ...],
+        replies: Replies[_R],
+        tag: Any = None,
+    ) -> Task[_R]: ...
+
+    def replies(self) -> Replies[Any]: ...
+
+
+_LOOP_WORKERS = LoopWorkers()
+
+
+def workers() -> Runner:
+    """Where the caller's concurrent calls run: the loop's tasks inside an async call,
+    else the shared threads."""
+    if in_async():
+        return _LOOP_WORKERS
+    return shared_workers()

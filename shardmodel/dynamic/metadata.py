@@ -23,6 +23,7 @@ from pynamodb.models import Model
 
 from shardmodel.errors import ShardMetadataError
 from shardmodel.keyspace.strategies import MAX_SHARDS, ShardCount
+from shardmodel.lean.context import AsyncAwareModel
 
 __all__ = ["HistoryEntry", "ShardMetadata", "metadata_model"]
 
@@ -162,7 +163,7 @@ def metadata_model(name: str, table_name: str, hash_name: str, meta: Any) -> typ
         "last_updated": NumberAttribute(),
         "shard_history": UnicodeSetAttribute(null=True),
     }
-    return type(name, (Model,), namespace)
+    return type(name, (AsyncAwareModel,), namespace)
 
 
 #: ``Meta`` options the metadata model copies from the main model (and follows later).

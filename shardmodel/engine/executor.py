@@ -1,20 +1,26 @@
-"""The sync executor: sends a model's requests and hands back raw pages.
+"""The executors: they send a model's requests and hand back raw pages.
 
-Point and batch reads and every shard's Query go on the lean path
+:class:`SyncExecutor`: point and batch reads and every shard's Query go on the lean path
 (:mod:`shardmodel.lean`), writes through the model's PynamoDB connection; both emit
 botocore's events, so the testing toolkit (simulator, faults, latency) sees every
-request. Planning, merging, cursors and validation happen above it, once.
+request. :class:`AsyncExecutor`, inside an async call: the same requests, every one on
+the async path (:mod:`shardmodel.lean.aio`, the running event loop), which emits the
+same events. Planning, merging, cursors and validation happen above them, once.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from attrs import evolve
+
+from shardmodel.core import bridge
 from shardmodel.errors import UnsupportedOperationError
 from shardmodel.retry import Backoff
 
-__all__ = ["BATCH_GET_KEYS", "SyncExecutor"]
+__all__ = ["BATCH_GET_KEYS", "AsyncExecutor", "SyncExecutor"]
 
 #: BatchGetItem's limit on keys per call.
 BATCH_GET_KEYS = 100
@@ -32,10 +38,13 @@ class SyncExecutor:
         """The model's PynamoDB ``TableConnection`` (writes, and what the lean path lacks)."""
         return self.model._get_connection()
 
-    def backoff(self) -> Backoff:
-        """``Meta.shard_backoff``: how unprocessed keys and resent writes wait."""
+    def backoff(self, sleep: Callable[[float], None] | None = None) -> Backoff:
+        """``Meta.shard_backoff``: how unprocessed keys and resent writes wait (else the
+        default, sleeping with ``sleep`` when given)."""
         backoff = getattr(self.model.Meta, "shard_backoff", None)
-        return backoff if isinstance(backoff, Backoff) else Backoff()
+        if isinstance(backoff, Backoff):
+            return backoff
+        return Backoff() if sleep is None else Backoff(sleep=sleep)
 
     def resend(self, call: Callable[[], Any], safe: Callable[[Exception], bool]) -> Any:
         """Call, resending with backoff while failures are ``safe`` to resend."""
@@ -80,14 +89,18 @@ class SyncExecutor:
         attributes_to_get: Sequence[str] | None,
     ) -> tuple[list[_RawItem] | None, list[dict[str, Any]] | None]:
         """One BatchGetItem on the lean path: items, and the keys left unprocessed."""
-        from shardmodel.lean import table_connection
-
         table = self.model.Meta.table_name
-        data = table_connection(self.model).batch_get_item(
+        data = self._read_connection().batch_get_item(
             keys, consistent_read=consistent_read, attributes_to_get=attributes_to_get
         )
         unprocessed = data.get("UnprocessedKeys", {}).get(table, {}).get("Keys")
         return data.get("Responses", {}).get(table), unprocessed
+
+    def _read_connection(self) -> Any:
+        """The connection reads go through: the model's on the lean path."""
+        from shardmodel.lean import table_connection
+
+        return table_connection(self.model)
 
     def query_fetcher(self, **fixed: Any) -> Callable[..., dict[str, Any]]:
         """fetch(physical key, exclusive start key, page limit): one Query of one shard.
@@ -120,3 +133,28 @@ class SyncExecutor:
             start = page.get("LastEvaluatedKey")
             if not start:
                 return items
+
+
+class AsyncExecutor(SyncExecutor):
+    """Sends one model class's requests inside an async call, on the running event loop.
+
+    The model's connection there is its async twin (``ShardedModel._get_connection``):
+    every request, reads and writes, goes through :mod:`shardmodel.lean.aio`. Waits are
+    the loop's: a back-off that would sleep the thread sleeps this call alone.
+    """
+
+    def backoff(self, sleep: Callable[[float], None] | None = None) -> Backoff:
+        backoff = super().backoff(sleep)
+        if backoff.sleep is time.sleep:
+            return evolve(backoff, sleep=bridge.sleep)
+        return backoff
+
+    def _read_connection(self) -> Any:
+        return self.connection()
+
+    def query_fetcher(self, **fixed: Any) -> Callable[..., dict[str, Any]]:
+        """fetch(physical key, exclusive start key, page limit), built once by PynamoDB
+        (:class:`~shardmodel.lean.prepared.PreparedQuery`) on the async connection."""
+        from shardmodel.lean.prepared import PreparedQuery
+
+        return PreparedQuery(self.connection(), **fixed)

@@ -26,7 +26,6 @@ from shardmodel.request_bound import request_bound
 from shardmodel.retry import (
     THROTTLE_CODES,
     TRANSIENT_CODES,
-    Backoff,
     attempt_log,
     failing_fast,
     surely_unapplied,
@@ -190,10 +189,7 @@ def growing(
     """
     directory = directory_of(model)
     watch_attempts(sharding_of(model).executor.connection().connection.client)
-    backoff = getattr(model.Meta, "shard_backoff", None)
-    if not isinstance(backoff, Backoff):
-        backoff = Backoff(sleep=directory.settings.clock.sleep)
-    waits = backoff.waits()
+    waits = sharding_of(model).executor.backoff(directory.settings.clock.sleep).waits()
     seen = directory.for_write(logical)
     move = True
     while True:

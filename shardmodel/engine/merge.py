@@ -1,7 +1,8 @@
 """The merged query: every shard of one logical key read as one ordered, resumable stream.
 
 Per-shard queries run on a process-wide thread pool, each query using at most its
-``parallelism`` of it. Shards whose segments split the sort
+``parallelism`` of it (inside an async call: as tasks of the running event loop, see
+:func:`shardmodel.core.workers.workers`). Shards whose segments split the sort
 order (time buckets on the sort key) form groups read one after another; the shards of
 a group are merged lazily with a k-way heap in DynamoDB's sort order. Memory holds at
 most two pages per shard of the active group. (Items one logical item keeps under several
@@ -16,14 +17,13 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
-from queue import SimpleQueue
 from typing import Any, Generic, TypeVar
 
 from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from shardmodel.core.workers import Task, shared_workers
+from shardmodel.core.workers import Replies, Task, workers
 from shardmodel.engine.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
 __all__ = [
@@ -203,7 +203,8 @@ class MergedQuery(Generic[_T]):
         self.shard_count = sum(len(g) for g in self._groups)
         self._workers = max(1, min(parallelism, max((len(g) for g in self._groups), default=1)))
         self._inflight = 0
-        self._done: SimpleQueue[Task[dict[str, Any]]] = SimpleQueue()
+        self._runner = workers()  # threads, or the event loop inside an async call
+        self._done: Replies[dict[str, Any]] = self._runner.replies()
         self._heap: list[tuple[Any, int, _RawItem, _Shard]] = []
         self._waiting: set[_Shard] = set()
         self._active = -1
@@ -342,7 +343,7 @@ class MergedQuery(Generic[_T]):
         if self._inflight >= self._workers:
             return  # at this query's share of the pool; _fill schedules it later
         page = self._page(first=shard.next_start is shard.start and shard.last is None)
-        shard.task = shared_workers().submit(
+        shard.task = self._runner.submit(
             self._fetch, (shard.key, shard.next_start, page), self._done, shard
         )
         self._inflight += 1
@@ -419,11 +420,12 @@ def count_shards(
         return count_one(keys[0])
     total = 0
     step = max(1, parallelism)
-    replies: SimpleQueue[Task[int]] = SimpleQueue()
+    runner = workers()
+    replies: Replies[int] = runner.replies()
     for start in range(0, len(keys), step):
         batch = keys[start : start + step]
         for key in batch:
-            shared_workers().submit(count_one, (key,), replies)
+            runner.submit(count_one, (key,), replies)
         tasks = [replies.get() for _ in batch]  # all back before raising: none left working
         total += sum(task.value() for task in tasks)
     return total

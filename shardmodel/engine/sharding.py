@@ -10,12 +10,13 @@ the command line, the testing toolkit) use it instead of the model's private par
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shardmodel.engine.executor import SyncExecutor
+from shardmodel.core.bridge import in_async
+from shardmodel.engine.executor import AsyncExecutor, SyncExecutor
 from shardmodel.engine.placement import Placement
 from shardmodel.engine.spec import ShardingSpec
 from shardmodel.errors import ShardConfigurationError
@@ -48,7 +49,7 @@ class Sharding:
         model: the model class.
         spec: its checked declaration.
         directory: the metadata table access of a ``DynamicShards`` key (None otherwise).
-        executor: sends the model's requests.
+        executor: sends the model's requests (inside an async call, on the event loop).
         watch: the migration state the model follows (see ``shardmodel.migration.follow``;
             None: it follows none).
     """
@@ -59,11 +60,20 @@ class Sharding:
         self.model = model
         self.spec = spec
         self.directory = directory
-        self.executor = SyncExecutor(model)
+        self._sync = SyncExecutor(model)
+        self._async = AsyncExecutor(model)
         self.watch: MigrationSource | None = None
         #: CloudWatch's view of the table, asked when a throttle names no reason
         self.cloudwatch: CloudWatchCapacity | None = None
-        self._held = threading.local()
+        # per thread, and per async call (each runs in a context of its own)
+        self._held: ContextVar[list[ActiveMigration | None] | None] = ContextVar(
+            f"shardmodel_view_{spec.model_name}", default=None
+        )
+
+    @property
+    def executor(self) -> SyncExecutor:
+        """Sends the model's requests: the async executor inside an async call."""
+        return self._async if in_async() else self._sync
 
     def key(self) -> ShardedKeyAttribute:
         """The table's sharded partition key.
@@ -86,7 +96,7 @@ class Sharding:
 
         Inside :meth:`operation`, the view the operation began with.
         """
-        held: list[ActiveMigration | None] | None = getattr(self._held, "view", None)
+        held = self._held.get()
         if held is not None:
             return held[0]
         return self.watch.current() if self.watch is not None else None
@@ -101,16 +111,16 @@ class Sharding:
         and never the new one). Holding the view, the write lags at most one phase,
         which the rules tolerate. Nested operations keep the outer view.
         """
-        outer: list[ActiveMigration | None] | None = getattr(self._held, "view", None)
+        outer = self._held.get()
         if outer is not None or self.watch is None:
             yield outer[0] if outer is not None else None
             return
         view = self.watch.current()
-        self._held.view = [view]
+        token = self._held.set([view])
         try:
             yield view
         finally:
-            self._held.view = None
+            self._held.reset(token)
 
     # -- placements ---------------------------------------------------------------------
 

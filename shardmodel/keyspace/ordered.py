@@ -25,17 +25,23 @@ from __future__ import annotations
 import bisect
 import math
 import random
-import unicodedata
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from attrs import evolve, field, frozen
-from pynamodb.attributes import UnicodeAttribute
 from pynamodb.constants import STRING
 
 from shardmodel.errors import ShardConfigurationError, ShardKeyError
 from shardmodel.expressions.conditions import Prefix
+from shardmodel.keyspace.normalization import (
+    Normalize,
+    code_points,
+    default_normalize,
+    normalized,
+    normalized_all,
+    same_text,
+)
 from shardmodel.keyspace.strategies import (
     MAX_SHARDS,
     KeyValues,
@@ -48,55 +54,9 @@ from shardmodel.keyspace.strategies import (
 
 __all__ = [
     "BoundaryWarning",
-    "NormalizedAttribute",
     "OrderedShards",
-    "default_normalize",
     "prefix_end",
 ]
-
-Normalize = Callable[[str], str]
-
-#: How often a non-idempotent normalize is re-applied before its value is taken as is.
-_FIXPOINT_ROUNDS = 4
-
-
-def default_normalize(value: str) -> str:
-    """Lower-case, then Unicode NFKD: ``"Émile"`` and ``"emile"`` sort together."""
-    return unicodedata.normalize("NFKD", value.lower())
-
-
-def _identity(value: str) -> str:
-    return value
-
-
-def normalized(normalize: Normalize | None, value: str) -> str:
-    """``normalize(value)``, re-applied until it no longer changes (NFKD may un-lower).
-
-    ``default_normalize("㎁")`` is ``"nA"``; normalizing again gives ``"na"``. Stored
-    values are the fixpoint, so ``normalize(stored) == stored`` holds for them.
-    """
-    if normalize is None:
-        return value
-    if normalize is default_normalize:
-        if value.isascii():  # the common case, and NFKD leaves ASCII as it is
-            return value.lower()
-        once = unicodedata.normalize("NFKD", value.lower())
-        if once.lower() == once:  # NFKD of NFKD text is itself: only case can change
-            return once
-    current = value
-    for _ in range(_FIXPOINT_ROUNDS):
-        following = normalize(current)
-        if following == current:
-            return current
-        current = following
-    return current
-
-
-def normalized_all(normalize: Normalize | None, values: Iterable[str]) -> list[str]:
-    """:func:`normalized` of every value (ASCII values of the default inline: fast)."""
-    if normalize is default_normalize:
-        return [v.lower() if v.isascii() else normalized(normalize, v) for v in values]
-    return [normalized(normalize, v) for v in values]
 
 
 def prefix_end(prefix: str) -> str | None:
@@ -113,64 +73,8 @@ def prefix_end(prefix: str) -> str | None:
     return stripped[:-1] + chr(following)
 
 
-def _same_text(one: str, other: str) -> bool:
-    """True when two strings are the same text in different Unicode normal forms."""
-    return unicodedata.normalize("NFD", one) == unicodedata.normalize("NFD", other)
-
-
-def code_points(given: str, fixed: str) -> str:
-    """Where two strings first differ, code point by code point.
-
-    A precomposed ``'ö'`` and ``'o'`` followed by a combining diaeresis print alike; the
-    code points tell them apart: ``character 3: U+00F6, normalized U+006F U+0308``.
-    """
-    start = next((i for i, (a, b) in enumerate(zip(given, fixed, strict=False)) if a != b), None)
-    if start is None:
-        start = min(len(given), len(fixed))
-    return (
-        f"character {start + 1}: {_points(given[start : start + 1])}, normalized "
-        f"{_points(fixed[start : start + 2])}"
-    )
-
-
-def _points(text: str) -> str:
-    return " ".join(f"U+{ord(ch):04X}" for ch in text) or "nothing"
-
-
 class BoundaryWarning(UserWarning):
     """``from_sample`` found values that fill more than a shard: boundaries repeat."""
-
-
-class NormalizedAttribute(UnicodeAttribute):
-    """A string attribute that holds and stores the normalized form of what it is given.
-
-    Declare the sort key an :class:`OrderedShards` orders by with it, and keep the
-    display form in another attribute::
-
-        title_key = NormalizedAttribute(range_key=True)   # "greatest hits"
-        title = UnicodeAttribute()                        # "Greatest Hits"
-
-    Conditions on it (``between``, ``<``, ``begins_with``...) normalize their values too,
-    so ``Album.title_key.begins_with("Gre")`` matches ``"greatest hits"``.
-
-    Args:
-        normalize: the same function as the strategy's ``normalize`` (default: lower-case
-            then NFKD); checked when the model is defined.
-    """
-
-    def __init__(self, *args: Any, normalize: Normalize | None = default_normalize, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.normalize = normalize
-
-    def __set__(self, instance: Any, value: Any) -> None:
-        if isinstance(value, str):
-            value = normalized(self.normalize, value)
-        super().__set__(instance, value)
-
-    def serialize(self, value: Any) -> Any:
-        if isinstance(value, str):
-            value = normalized(self.normalize, value)
-        return super().serialize(value)
 
 
 def _to_boundaries(value: Any) -> tuple[str, ...]:
@@ -248,7 +152,7 @@ class OrderedShards:
         """
         if isinstance(value, str):
             normal = normalized(self.normalize, value)
-            if normal != value and _same_text(normal, value):
+            if normal != value and same_text(normal, value):
                 return normal
         return value
 
@@ -339,8 +243,12 @@ class OrderedShards:
                 f"OrderedShards.from_sample(prefix={prefix!r}): give the boundary length in "
                 "characters, at least 1 (default 20)"
             )
+        # a column's missing values (pyarrow's and polars' nulls) hold no key: dropped; a
+        # None in a list is refused below like any other value that is no string
         if hasattr(values, "to_pylist"):  # a pyarrow array: its items are arrow scalars
-            values = values.to_pylist()
+            values = [value for value in values.to_pylist() if value is not None]
+        elif hasattr(values, "drop_nulls"):  # a polars Series
+            values = values.drop_nulls()
         ordered = normalized_all(normalize, _sample_strings(values))
         ordered.sort()
         cuts = sample_cuts(ordered, shards, prefix, normalize)
@@ -505,7 +413,7 @@ def _sample_strings(values: Any) -> list[str]:
         raise ShardConfigurationError(
             f"{where}: give a list of the sort key's values (strings), not {values!r:.60}"
         )
-    sample = [value for value in values if value is not None]  # missing values: no key
+    sample = list(values)
     for position, value in enumerate(sample):
         if not isinstance(value, str):
             raise ShardConfigurationError(

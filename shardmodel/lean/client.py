@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import base64
 import json
-import time
+from collections.abc import Iterable
 from typing import Any
 
+from shardmodel.core.bridge import sleep
 from shardmodel.lean.fastparse import parse_body
 from shardmodel.lean.hooks import Hooks
 from shardmodel.lean.http import HttpPool
@@ -182,36 +183,45 @@ class LeanClient:
     (the client's ``verify``), connect and read timeouts and pool size as the client.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, operations: Iterable[str] = LEAN_OPERATIONS) -> None:
         meta = client.meta
         self.client = client
         self.meta = meta
         self.hooks = Hooks(meta.events)
         service = meta.service_model
         self._service_id = service.service_id.hyphenize()
-        self._models = {name: service.operation_model(name) for name in LEAN_OPERATIONS}
+        self._models = {name: service.operation_model(name) for name in operations}
         prefix = service.metadata["targetPrefix"]
         content_type = f"application/x-amz-json-{service.metadata.get('jsonVersion', '1.0')}"
         self._headers = {
             name: {"X-Amz-Target": f"{prefix}.{name}", "Content-Type": content_type}
-            for name in LEAN_OPERATIONS
+            for name in self._models
         }
         self.url = meta.endpoint_url.rstrip("/") + "/"
-        config = meta.config
-        session = client._endpoint.http_session
-        self.pool = HttpPool(
+        self.pool = self._pool()
+        request_signer = client._request_signer
+        self._request_signer = request_signer
+        self.signer = Signer(
+            self._credentials,
+            region=request_signer._region_name or meta.region_name,
+            service=request_signer._signing_name or "dynamodb",
+        )
+
+    def _pool(self) -> Any:
+        """The sockets: the client's endpoint, timeouts, TLS verification and pool size."""
+        config = self.meta.config
+        session = self.client._endpoint.http_session
+        return HttpPool(
             self.url,
             connect_timeout=config.connect_timeout,
             read_timeout=config.read_timeout,
             verify=getattr(session, "_verify", True),
             max_idle=config.max_pool_connections or 10,
         )
-        request_signer = client._request_signer
-        self.signer = Signer(
-            lambda: request_signer._credentials.get_frozen_credentials(),
-            region=request_signer._region_name or meta.region_name,
-            service=request_signer._signing_name or "dynamodb",
-        )
+
+    def _credentials(self) -> Any:
+        """The client's credentials, frozen for one request (refreshed as botocore does)."""
+        return self._request_signer._credentials.get_frozen_credentials()
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
         if operation_name not in LEAN_OPERATIONS:
@@ -310,7 +320,7 @@ class LeanClient:
                 delay = next((d for _, d in delays if d is not None), None)
                 if delay is None or delay is False:
                     break
-                time.sleep(delay)
+                sleep(delay)  # inside an async call, this call's alone
             if parsed is not None and "ResponseMetadata" in parsed:
                 parsed["ResponseMetadata"]["RetryAttempts"] = attempts - 1
             if exception is not None:

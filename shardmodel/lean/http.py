@@ -32,7 +32,16 @@ import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["HttpPool", "Response"]
+__all__ = [
+    "HttpPool",
+    "Response",
+    "content_length",
+    "endpoint",
+    "keeps_alive",
+    "parse_chunked",
+    "parse_head",
+    "request_bytes",
+]
 
 _CRLF2 = b"\r\n\r\n"
 _READ = 65536
@@ -86,17 +95,8 @@ class HttpPool:
         verify: bool | str = True,
         max_idle: int = 10,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"HttpPool: {url!r} is not an http(s) URL")
         self.url = url
-        self.tls = parts.scheme == "https"
-        self.host = parts.hostname
-        self.port = parts.port or (443 if self.tls else 80)
-        default = 443 if self.tls else 80
-        self.authority = parts.netloc.rsplit("@", 1)[-1]
-        if parts.port == default:
-            self.authority = self.authority.rsplit(":", 1)[0]
+        self.tls, self.host, self.port, self.authority = endpoint(url, "HttpPool")
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_idle = max_idle
@@ -154,12 +154,7 @@ class HttpPool:
 
     def post(self, headers: Any, body: bytes) -> Response:
         """POST ``body`` to ``/`` with ``headers`` (name -> value); the whole response."""
-        lines = [f"POST / HTTP/1.1\r\nHost: {self.authority}\r\n"]
-        for name, value in headers.items():
-            if name.lower() not in ("host", "content-length"):
-                lines.append(f"{name}: {value}\r\n")
-        lines.append(f"Content-Length: {len(body)}\r\n\r\n")
-        payload = "".join(lines).encode("latin-1") + body
+        payload = request_bytes(self.authority, headers, body)
         conn = self._take()
         if conn is not None:
             try:
@@ -243,34 +238,16 @@ def _read_response(conn: _Socket) -> tuple[Response, bool]:
             if end >= 0:
                 break
             buffer += _recv(conn, bool(buffer))
-        head, buffer = buffer[:end], buffer[end + 4 :]
-        lines = head.decode("latin-1").split("\r\n")
-        status_line = lines[0].split(" ", 2)
-        if len(status_line) < 2 or not status_line[0].startswith("HTTP/1."):
-            raise _Malformed(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
-        try:
-            status = int(status_line[1])
-        except ValueError:
-            raise _Malformed(f"bad status code: {lines[0][:80]!r}") from None
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, colon, value = line.partition(":")
-            if not colon:
-                raise _Malformed(f"bad header line: {line[:80]!r}")
-            name = name.strip().lower()
-            value = value.strip()
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        version, status, headers = parse_head(buffer[:end])
+        buffer = buffer[end + 4 :]
         if not 100 <= status < 200:
             break
         # an interim response (100 Continue): the real one follows
-    keep = status_line[0] != "HTTP/1.0" and "close" not in headers.get("connection", "").lower()
+    keep = keeps_alive(version, headers)
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body, buffer = _read_chunked(conn, buffer)
     elif "content-length" in headers:
-        try:
-            length = int(headers["content-length"])
-        except ValueError:
-            raise _Malformed(f"bad Content-Length {headers['content-length']!r}") from None
+        length = content_length(headers)
         while len(buffer) < length:
             buffer += _recv(conn, True)
         body, buffer = buffer[:length], buffer[length:]
@@ -289,28 +266,108 @@ def _read_response(conn: _Socket) -> tuple[Response, bool]:
 
 
 def _read_chunked(conn: _Socket, buffer: bytes) -> tuple[bytes, bytes]:
-    parts: list[bytes] = []
     while True:
-        while (end := buffer.find(b"\r\n")) < 0:
-            buffer += _recv(conn, True)
-        size_text = buffer[:end].split(b";", 1)[0].strip()
+        done = parse_chunked(buffer)
+        if done is not None:
+            return done
+        buffer += _recv(conn, True)
+
+
+# -- shared with the asyncio pool (shardmodel.lean.aio_http) ----------------------------
+
+
+def endpoint(url: str, owner: str = "endpoint") -> tuple[bool, str, int, str]:
+    """TLS or not, host, port and the ``Host`` header of an ``http(s)://`` endpoint URL.
+
+    Raises:
+        ValueError: not an http(s) URL (``owner`` names the caller in the message).
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{owner}: {url!r} is not an http(s) URL")
+    tls = parts.scheme == "https"
+    default = 443 if tls else 80
+    authority = parts.netloc.rsplit("@", 1)[-1]
+    if parts.port == default:
+        authority = authority.rsplit(":", 1)[0]
+    return tls, parts.hostname, parts.port or default, authority
+
+
+def request_bytes(authority: str, headers: Any, body: bytes) -> bytes:
+    """The bytes of ``POST /`` with ``headers`` (name -> value) and ``body``."""
+    lines = [f"POST / HTTP/1.1\r\nHost: {authority}\r\n"]
+    for name, value in headers.items():
+        if name.lower() not in ("host", "content-length"):
+            lines.append(f"{name}: {value}\r\n")
+    lines.append(f"Content-Length: {len(body)}\r\n\r\n")
+    return "".join(lines).encode("latin-1") + body
+
+
+def parse_head(head: bytes) -> tuple[str, int, dict[str, str]]:
+    """A response head (up to the blank line): HTTP version, status, lower-case headers.
+
+    Raises:
+        _Malformed: not an HTTP/1.x response head.
+    """
+    lines = head.decode("latin-1").split("\r\n")
+    status_line = lines[0].split(" ", 2)
+    if len(status_line) < 2 or not status_line[0].startswith("HTTP/1."):
+        raise _Malformed(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+    try:
+        status = int(status_line[1])
+    except ValueError:
+        raise _Malformed(f"bad status code: {lines[0][:80]!r}") from None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise _Malformed(f"bad header line: {line[:80]!r}")
+        name = name.strip().lower()
+        value = value.strip()
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return status_line[0], status, headers
+
+
+def keeps_alive(version: str, headers: dict[str, str]) -> bool:
+    """Whether the connection may carry another request after this response."""
+    return version != "HTTP/1.0" and "close" not in headers.get("connection", "").lower()
+
+
+def content_length(headers: dict[str, str]) -> int:
+    """The ``Content-Length`` header as a number (raises :class:`_Malformed` if bad)."""
+    try:
+        return int(headers["content-length"])
+    except ValueError:
+        raise _Malformed(f"bad Content-Length {headers['content-length']!r}") from None
+
+
+def parse_chunked(buffer: bytes) -> tuple[bytes, bytes] | None:
+    """A chunked body at the start of ``buffer`` and the bytes after it; None: incomplete."""
+    parts: list[bytes] = []
+    at = 0
+    while True:
+        end = buffer.find(b"\r\n", at)
+        if end < 0:
+            return None
+        size_text = buffer[at:end].split(b";", 1)[0].strip()
         try:
             size = int(size_text, 16)
         except ValueError:
             raise _Malformed(f"bad chunk size {size_text[:20]!r}") from None
-        buffer = buffer[end + 2 :]
+        at = end + 2
         if size == 0:
             # trailers, then an empty line
-            while (end := buffer.find(b"\r\n")) != 0:
+            while True:
+                end = buffer.find(b"\r\n", at)
                 if end < 0:
-                    buffer += _recv(conn, True)
-                    continue
-                buffer = buffer[end + 2 :]
-            return b"".join(parts), buffer[2:]
-        while len(buffer) < size + 2:
-            buffer += _recv(conn, True)
-        parts.append(buffer[:size])
-        buffer = buffer[size + 2 :]
+                    return None
+                if end == at:
+                    return b"".join(parts), buffer[at + 2 :]
+                at = end + 2
+        if len(buffer) < at + size + 2:
+            return None
+        parts.append(buffer[at : at + size])
+        at += size + 2
 
 
 def _tls_context(verify: bool | str) -> ssl.SSLContext:

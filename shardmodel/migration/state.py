@@ -20,6 +20,7 @@ from pynamodb.models import Model
 from shardmodel.dynamic.metadata import MIRRORED_META
 from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.phases import PHASES, MigrationState, Phase
+from shardmodel.lean.context import AsyncAwareModel
 from shardmodel.retry import is_condition_failure
 
 __all__ = [
@@ -76,7 +77,7 @@ def state_model(table_name: str, meta: Any) -> type[Model]:
         "body": UnicodeAttribute(),
         "version": NumberAttribute(),
     }
-    return type("MigrationStateItem", (Model,), namespace)
+    return type("MigrationStateItem", (AsyncAwareModel,), namespace)
 
 
 class MigrationStore:

@@ -23,7 +23,8 @@ from shardmodel.engine.spec import ShardingSpec
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.keys import KeyLayout
-from shardmodel.keyspace.ordered import NormalizedAttribute, OrderedShards
+from shardmodel.keyspace.normalization import NormalizedAttribute
+from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.strategies import KeyValues
 from shardmodel.keyspace.time_buckets import TimeBuckets
 

@@ -30,7 +30,10 @@ from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, ShardModelError, UnsupportedOperationError
 from shardmodel.keyspace.strategies import TimeBounds
+from shardmodel.lean.context import connection_in_context
+from shardmodel.model.aio import AsyncModelMethods
 from shardmodel.model.declaration import ShardedModelMeta
+from shardmodel.model.dynamic_keys import DynamicKeyAdmin
 
 __all__ = ["ShardedBatchWrite", "ShardedModel"]
 
@@ -59,7 +62,7 @@ class ShardedBatchWrite(BatchWrite[_M]):
         writes.batch_delete(del_item, super().delete)
 
 
-class ShardedModel(Model, metaclass=ShardedModelMeta):
+class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedModelMeta):
     """A PynamoDB ``Model`` whose ``ShardedKeyAttribute`` partition key is sharded.
 
     Declare the model as usual; mark the partition key with
@@ -69,6 +72,9 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
       call's unprocessed keys and items, and a dynamic key's throttled new writes.
     * ``max_requests``: the most partitions one read may touch (default 1,000).
     * ``cursor_secret``: signs query cursors (HMAC) instead of checksumming them.
+
+    Every operation has an ``a``-prefixed coroutine twin (``aget``, ``aquery``,
+    ``asave``, ...; :mod:`shardmodel.model.aio`), with the ``async`` extra installed.
     """
 
     #: marks the class (and its subclasses) as sharded, for ShardedKeyAttribute's check
@@ -85,10 +91,11 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
 
     @classmethod
     def _get_connection(cls) -> Any:
-        """PynamoDB's connection; an opt-in ``Meta.table_throttle_policy`` watches it."""
+        """PynamoDB's connection (an opt-in ``Meta.table_throttle_policy`` watches it);
+        inside an async call, its twin on the event loop."""
         connection = super()._get_connection()
         growth.watch_table_throttles(cls, connection)
-        return connection
+        return connection_in_context(connection)
 
     @classmethod
     def logical_key_of(cls, physical_key: str) -> str:
@@ -470,77 +477,3 @@ class ShardedModel(Model, metaclass=ShardedModelMeta):
         to ``max_age`` seconds ago; later ones may be missing.
         """
         return counting.get_cached(cls, hash_key, range_key, max_age)
-
-    # -- dynamic keys ---------------------------------------------------------------------
-
-    @classmethod
-    def create_table(cls, *args: Any, **kwargs: Any) -> Any:
-        """Create the table and, for a dynamic key, its metadata table (on-demand)."""
-        from shardmodel.engine.growth import create_metadata_table
-
-        result = super().create_table(*args, **kwargs)
-        create_metadata_table(cls, wait=bool(kwargs.get("wait", False)))
-        return result
-
-    @classmethod
-    def delete_table(cls, *, wait: bool = False) -> Any:
-        """Delete the table and, for a dynamic key, its metadata table."""
-        from shardmodel.engine.growth import delete_metadata_table
-
-        result = super().delete_table(wait=wait)
-        delete_metadata_table(cls)
-        return result
-
-    @classmethod
-    def shard_metadata(cls, hash_key: str) -> ShardMetadata | None:
-        """A dynamic key's metadata item, read strongly consistent (None: never written)."""
-        from shardmodel.engine.growth import shard_metadata
-
-        return shard_metadata(cls, hash_key)
-
-    @classmethod
-    def grown_keys(cls, min_shards: int = 2) -> list[ShardMetadata]:
-        """Keys whose reads touch at least ``min_shards`` shards, most first: the hot ones.
-
-        Scans the metadata table (one item per key ever written).
-        """
-        from shardmodel.engine.growth import grown_keys
-
-        return grown_keys(cls, min_shards)
-
-    @classmethod
-    def grow_shards(cls, hash_key: str, to: int) -> ShardMetadata:
-        """Raise a dynamic key's live count to ``to`` ahead of a known burst.
-
-        The same conditional update and history entry as a growth on throttling; a no-op
-        when the key already has ``to`` shards.
-        """
-        from shardmodel.engine.growth import grow_shards
-
-        return grow_shards(cls, hash_key, to)
-
-    @classmethod
-    def shrink_shards(cls, hash_key: str, count: int) -> ShardMetadata:
-        """Lower a dynamic key's live count: new writes spread over ``count`` shards.
-
-        Reads keep reading every shard the key had until :meth:`compact_shards` has moved
-        the retired shards' items into the live ones, so no item is hidden meanwhile.
-        """
-        from shardmodel.engine.growth import shrink_shards
-
-        return shrink_shards(cls, hash_key, count)
-
-    @classmethod
-    def compact_shards(cls, hash_key: str, grace: float = 5.0) -> int:
-        """Move the items of a key's retired shards into its live shards; returns how many.
-
-        It starts once writers' cached counts from before the shrink have expired
-        (``writer_cache_seconds`` after it). Each item is copied to a live shard, then
-        (after ``grace`` seconds, longer than any read in flight takes) deleted from the
-        retired shard with a condition that it is unchanged. Meanwhile reads see both
-        copies and return one; an item updated in place meanwhile is copied again. Once
-        the retired shards are empty the history is pruned and reads stop touching them.
-        """
-        from shardmodel.engine.compaction import compact_shards
-
-        return compact_shards(cls, hash_key, grace)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
-from pynamodb.attributes import Attribute
 from pynamodb.constants import STRING
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
@@ -19,17 +18,11 @@ from shardmodel.engine.merge import MergedQuery, QueryIdentity, count_shards, dy
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
 from shardmodel.errors import QueryValidationError, ShardConfigurationError, ShardKeyError
 from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
-from shardmodel.keyspace.strategies import MAX_SHARDS
-from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
-from shardmodel.timeseries.keys import (
-    TIME_CHARACTERS,
-    BucketKeyAttribute,
-    SeriesKeyAttribute,
-    SeriesLayout,
-    SeriesTimeAttribute,
-)
+from shardmodel.timeseries.aio import AsyncSeriesMethods
+from shardmodel.timeseries.declaration import TimeSeriesMeta, hot_count
+from shardmodel.timeseries.keys import SeriesLayout
 
 _S = TypeVar("_S", bound="TimeSeriesModel")
 _RawItem = dict[str, dict[str, Any]]
@@ -50,96 +43,7 @@ def _chunks(buckets: list[list[str]], width: int) -> list[list[str]]:
     return groups
 
 
-class TimeSeriesMeta(ShardedModelMeta):
-    """Checks a time-series model's key declaration when the class is defined."""
-
-    def __init__(
-        cls,
-        name: str,
-        bases: tuple[type, ...],
-        namespace: dict[str, Any],
-        discriminator: Any = None,
-    ) -> None:
-        super().__init__(name, bases, namespace, discriminator)
-        cls._series_layout = _configure(cls)
-
-
-def _hot_count(cls: Any, entity: str) -> int:
-    """The sub-partitions ``Meta.hot_entities`` declares for ``entity`` (1: none)."""
-    hot = getattr(cls.Meta, "hot_entities", None)
-    if hot is None:
-        return 1
-    if not isinstance(hot, Mapping):
-        raise ShardConfigurationError(
-            f"{cls.__name__}.Meta.hot_entities = {hot!r}: give a dict of entity to "
-            'sub-partitions, e.g. {"sensor-hot": 4}'
-        )
-    count = hot.get(entity, 1)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
-        raise ShardConfigurationError(
-            f"{cls.__name__}.Meta.hot_entities[{entity!r}] = {count!r}: give an int from 1 "
-            f"to {MAX_SHARDS}, and never lower it (readers look only as far as it says)"
-        )
-    return count
-
-
-def _configure(cls: Any) -> SeriesLayout | None:
-    attributes: dict[str, Attribute[Any]] = cls.get_attributes()
-    partitions = [(n, a) for n, a in attributes.items() if isinstance(a, BucketKeyAttribute)]
-    sorts = [(n, a) for n, a in attributes.items() if isinstance(a, SeriesKeyAttribute)]
-    model = cls.__name__
-    if not partitions and not sorts:
-        return None  # an abstract base
-    if len(partitions) != 1 or len(sorts) != 1:
-        raise ShardConfigurationError(
-            f"{model}: a time-series model declares one BucketKeyAttribute(hash_key=True, "
-            "strategy=[...]) and one SeriesKeyAttribute(range_key=True, entity=..., time=...)"
-            f"; found {len(partitions)} and {len(sorts)}"
-        )
-    (partition_name, partition), (sort_name, sort) = partitions[0], sorts[0]
-    if not partition.is_hash_key or not sort.is_range_key:
-        raise ShardConfigurationError(
-            f"{model}: the BucketKeyAttribute must be the partition key (hash_key=True) and "
-            "the SeriesKeyAttribute the sort key (range_key=True)"
-        )
-    entity = attributes.get(sort.entity)
-    if entity is None or entity.attr_type != STRING or entity.is_hash_key or entity.is_range_key:
-        raise ShardConfigurationError(
-            f"{model}: SeriesKeyAttribute(entity={sort.entity!r}) must name a UnicodeAttribute "
-            f"of the model that is not a key; add {sort.entity} = UnicodeAttribute()"
-        )
-    if not isinstance(attributes.get(sort.time), SeriesTimeAttribute):
-        raise ShardConfigurationError(
-            f"{model}: SeriesKeyAttribute(time={sort.time!r}) must name a SeriesTimeAttribute "
-            f"of the model; add {sort.time} = SeriesTimeAttribute()"
-        )
-    if not isinstance(sort.separator, str) or not sort.separator:
-        raise ShardConfigurationError(
-            f"{model}: SeriesKeyAttribute(separator={sort.separator!r}): give a non-empty "
-            "string such as '#'"
-        )
-    clash = sorted(set(sort.separator) & TIME_CHARACTERS)
-    if clash:
-        raise ShardConfigurationError(
-            f"{model}: SeriesKeyAttribute(separator={sort.separator!r}) contains "
-            f"{''.join(clash)!r}, which a time text holds, so the time could not be split off "
-            "the sort key; use a separator such as '#' or '|'"
-        )
-    layout = partition.layout
-    for strategy in layout.strategies:
-        strategy.check(model, attributes, layout.separator)
-        unknown = [a for a in strategy.attributes if a not in (sort.entity, sort.time)]
-        if unknown or not strategy.deterministic:
-            raise ShardConfigurationError(
-                f"{model}: BucketKeyAttribute(strategy={strategy!r}) must follow from the "
-                f"entity {sort.entity!r} and the time {sort.time!r} alone, so a reading's key "
-                f"is known from the reading; use HashShards(n, on={sort.entity!r}) and "
-                f"TimeBuckets({sort.time!r}, 'hour')"
-            )
-    return SeriesLayout((partition, sort), partition_name, sort_name)
-
-
-class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
+class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta):
     """A model of readings in the hybrid bucket layout (no entity in the partition key).
 
     Declare the partition key as a :class:`BucketKeyAttribute`, the sort key as a
@@ -154,6 +58,9 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
     sub-partitions of each bucket (``7#2023-10-27T15``, ``7#2023-10-27T15#1``, ...), picked
     by the sort key's hash, and range reads merge them back in time order. Raise a count,
     never lower it: readers look only as far as it says.
+
+    The range reads have coroutine twins too: ``aquery_series``, ``alatest``,
+    ``acount_series``, ``aget_reading`` (:mod:`shardmodel.timeseries.aio`).
     """
 
     _series_layout: ClassVar[SeriesLayout | None] = None
@@ -191,7 +98,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
             partition_key = loaded[0]  # keep the stored item's partition, as it was written
         else:
             bucket = layout.partition_key(entity, moment)
-            partition_key = layout.escalated(bucket, sort_key, _hot_count(type(self), entity))
+            partition_key = layout.escalated(bucket, sort_key, hot_count(type(self), entity))
         setattr(self, layout.partition_name, partition_key)
         setattr(self, layout.sort_name, sort_key)
 
@@ -347,7 +254,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         bound = request_bound(cls, max_requests)
         where = f"{name}.{what}({entity!r})"
         partitions = layout.partitions(entity, low, high, what=where, bound=bound)
-        count = _hot_count(cls, entity)
+        count = hot_count(cls, entity)
         if count > 1:  # a hot entity: every sub-partition of each bucket, merged in order
             partitions = [
                 [sub for key in bucket for sub in layout.sub_partitions(key, count)]
@@ -500,7 +407,7 @@ class TimeSeriesModel(ShardedModel, metaclass=TimeSeriesMeta):
         sort_key = layout.sk().compose(entity, moment)
         bucket = layout.partition_key(entity, moment)
         return cls.get(
-            layout.escalated(bucket, sort_key, _hot_count(cls, entity)),
+            layout.escalated(bucket, sort_key, hot_count(cls, entity)),
             sort_key,
             consistent_read=consistent_read,
             attributes_to_get=cls._series_projection(attributes_to_get),

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardmodel import OrderedShards
-from shardmodel.keyspace.ordered import default_normalize, normalized
+from shardmodel.keyspace.normalization import default_normalize, normalized
 from shardmodel.ordered_sample import boundary_report
 
 #: Any text DynamoDB stores: every character but surrogates.

@@ -169,22 +169,22 @@ def test_a_local_endpoint_without_credentials_is_told_how_to_give_some(
 # -- demo --------------------------------------------------------------------------------
 
 
-def test_demo_spreads_a_hot_key_evenly() -> None:
-    """Unsharded, a burst hits one physical key; sharded, it spreads over every shard."""
+def test_demo_throttles_the_unsharded_key_and_not_the_sharded_ones() -> None:
+    """Unsharded, the burst loses writes to throttling; sharded and dynamic lose none."""
     lines: list[str] = []
-    counts = run_demo(writes=400, shards=8, seed=1, out=lines.append)
-    assert dict(counts["unsharded"]) == {HOT_KEY: 400}
-    sharded = counts["sharded"]
-    assert set(sharded) == {f"{HOT_KEY}#{n}" for n in range(8)}
-    assert sum(sharded.values()) == 400
-    assert max(sharded.values()) < 400 * 0.25
-    assert any("seq=399" in line for line in lines)  # newest first in the merged read-back
+    runs = run_demo(writes=1500, shards=8, seed=1, out=lines.append)
+    unsharded, sharded, dynamic = runs
+    assert unsharded.lost > 0 and unsharded.shards == 1
+    assert (sharded.lost, sharded.throttles, sharded.stored, sharded.shards) == (0, 0, 1500, 8)
+    assert dynamic.lost == 0 and dynamic.stored == 1500 and dynamic.shards > 1
+    assert any(f"{HOT_KEY}  seq=1499" in line for line in lines)  # newest first, merged
 
 
-def test_demo_prints_both_tables(capsys: Capture) -> None:
-    assert main(["demo", "--writes", "50", "--shards", "4"]) == 0
+def test_demo_prints_every_layout(capsys: Capture) -> None:
+    assert main(["demo", "--writes", "300", "--shards", "4"]) == 0
     printed = capsys.readouterr().out
-    assert "Unsharded" in printed and "RandomShards(4)" in printed
+    assert "unsharded" in printed and "RandomShards(4)" in printed
+    assert "DynamicShards()" in printed and "One key takes 1,000 writes/s" in printed
 
 
 @pytest.mark.parametrize("bad", [["--writes", "0"], ["--shards", "-1"], ["--seed", "x"]])
@@ -196,7 +196,7 @@ def test_demo_rejects_bad_arguments_in_one_line(capsys: Capture, bad: list[str])
 def test_demo_help_shows_defaults(capsys: Capture) -> None:
     assert main(["demo", "--help"]) == 0
     out = capsys.readouterr().out
-    assert "(default: 2000)" in out and "(default: 10)" in out and "(default: 7)" in out
+    assert "(default: 5000)" in out and "(default: 10)" in out and "(default: 7)" in out
 
 
 # -- shards ------------------------------------------------------------------------------

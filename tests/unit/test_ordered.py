@@ -23,7 +23,8 @@ from shardmodel import (
     UnsupportedOperationError,
 )
 from shardmodel.expressions.conditions import Prefix, bounds_of
-from shardmodel.keyspace.ordered import default_normalize, normalized, prefix_end
+from shardmodel.keyspace.normalization import default_normalize, normalized
+from shardmodel.keyspace.ordered import prefix_end
 from shardmodel.keyspace.strategies import KeyValues
 from shardmodel.testing.titles import generate_titles
 from tests.models import IndexedAlbum, OrderedAlbum

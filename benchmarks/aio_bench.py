@@ -1,0 +1,491 @@
+"""The async API against the sync one and against one partition, same run, same data.
+
+Runs against dynalite (started here on loopback) with a 5 ms round trip slept before
+every request, as ``benchmarks/query_bench.py`` does: a botocore ``before-send`` hook that
+sleeps with :func:`shardmodel.core.bridge.sleep` (``time.sleep`` in a sync call, a sleep
+of that coroutine alone in an async one, so the loop serves the other requests
+meanwhile). Measures:
+
+* **the cost curve**: the newest 100 items of one key over 1, 4, 16, 64 and 256 random
+  shards holding 10,000 items, three ways: plain PynamoDB's ``Model.query`` of one
+  unsharded key on botocore (the baseline every ratio is against), ``ShardedModel.query``
+  (sync, its shard requests on the shared worker threads) and ``ShardedModel.aquery`` on
+  one event loop (``asyncio.Runner``, kept for the run, as a server keeps its loop).
+  Requests, wall and process CPU; the median of 5 interleaved rounds after a warm-up.
+  At 16 shards also the sync read called from a coroutine through ``asyncio.to_thread``
+  (how PynamoDB users reach DynamoDB from async code today).
+* **concurrency**: 1,000 logical reads (latest 100 of a 16-shard key) at once in one
+  event loop, the model's pool bounded at ``max_pool_connections`` (10) sockets:
+  throughput, peak open sockets, CPU; against the same 1,000 sync reads on 10 threads.
+* **the bridge**: CPU per greenlet call, per switch out to the loop and back, and per
+  ``asyncio.to_thread`` hand-off (the measured reason for the ``greenlet`` dependency);
+* **fresh runs**: the sync 16-shard latest-100 wall and CPU ratios against one partition,
+  in 5 fresh processes (``benchmarks/aio_fresh.py``) each for this tree and for the
+  tree this branch started from (``git merge-base HEAD main``), interleaved, the order
+  turned round each round: the median and the worst of each, and how far this tree's
+  sync numbers moved from the base's.
+
+Prints the targets with PASS or FAIL (a FAIL does not fail the run), and keeps the
+output in ``benchmarks/aio_last_run.txt``, which the performance page quotes and draws
+its async figure from: commit it with the numbers the page quotes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pynamodb.models import Model
+
+from benchmarks.query_bench import (
+    CREDENTIALS,
+    DYNALITE,
+    EPOCH,
+    ITEMS,
+    KEY,
+    LATENCY,
+    LATEST,
+    REPEATS,
+    Sample,
+    Single,
+    _load_all,
+    _median,
+    _sharded_model,
+    _ts,
+    _Wire,
+)
+from shardmodel import ShardedModel
+from shardmodel.core.bridge import await_, call, sleep
+from shardmodel.lean.aio import async_client
+from shardmodel.testing import bind_models, create_tables, dynalite_server
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the last run's output: docs/charts.py draws the async cost curve from it
+OUTPUT = ROOT / "benchmarks" / "aio_last_run.txt"
+SHARDS = (1, 4, 16, 64, 256)
+TARGET_SHARDS = 16
+CONCURRENT = 1_000
+FRESH_RUNS = 5
+
+
+class _LoopWire(_Wire):
+    """The query bench's wire, its round trip slept without blocking an event loop."""
+
+    def _delay(self, **kwargs: Any) -> None:
+        if self.delaying:
+            sleep(self.latency)
+
+
+# -- measuring ------------------------------------------------------------------------
+
+Run = Callable[[], list[int]]
+
+
+class Row(NamedTuple):
+    shards: int | None
+    variant: str
+    sample: Sample
+
+
+def _once(wire: _Wire, run: Run, expected: list[int]) -> Sample:
+    import gc
+
+    gc.collect()
+    wire.reset()
+    wall, cpu = time.perf_counter(), time.process_time()
+    got = run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if got != expected:
+        raise RuntimeError(f"wrong result: {len(got)} items {got[:3]}..., expected {expected[:3]}")
+    return Sample(wall, cpu, wire.requests, wire.items_read, len(got))
+
+
+def _measure(wire: _Wire, variants: Sequence[tuple[int | None, str, Run]]) -> list[Row]:
+    """Median of REPEATS rounds, every variant once per round, after a warm-up each."""
+    expected = [EPOCH + n for n in range(ITEMS - 1, ITEMS - 1 - LATEST, -1)]
+    samples: list[list[Sample]] = [[] for _ in variants]
+    with wire.delayed():
+        for _, _, run in variants:
+            _once(wire, run, expected)
+        for _ in range(REPEATS):
+            for found, (_, _, run) in zip(samples, variants, strict=True):
+                found.append(_once(wire, run, expected))
+    return [Row(n, name, _median(s)) for s, (n, name, _) in zip(samples, variants, strict=True)]
+
+
+def _sync(model: type[Model]) -> Run:
+    def run() -> list[int]:
+        return [_ts(i) for i in model.query(KEY, scan_index_forward=False, limit=LATEST)]
+
+    return run
+
+
+def _to_thread(runner: asyncio.Runner, model: type[Model]) -> Run:
+    """The sync read from a coroutine on the loop's thread pool: what users do today."""
+    sync = _sync(model)
+
+    async def read() -> list[int]:
+        return await asyncio.to_thread(sync)
+
+    return lambda: runner.run(read())
+
+
+def _async(runner: asyncio.Runner, model: type[ShardedModel]) -> Run:
+    async def read() -> list[int]:
+        return [_ts(i) async for i in model.aquery(KEY, scan_index_forward=False, limit=LATEST)]
+
+    return lambda: runner.run(read())
+
+
+def _concurrency(
+    wire: _Wire, runner: asyncio.Runner, model: type[ShardedModel]
+) -> tuple[Sample, Sample, int, int]:
+    """CONCURRENT latest-100 reads at once: async on the loop, then sync on 10 threads.
+
+    Returns each way's sample (requests and items summed over the reads), the async
+    pool's peak open sockets and its bound.
+    """
+    expected = [EPOCH + n for n in range(ITEMS - 1, ITEMS - 1 - LATEST, -1)]
+
+    async def one() -> list[int]:
+        return [_ts(i) async for i in model.aquery(KEY, scan_index_forward=False, limit=LATEST)]
+
+    async def many() -> list[list[int]]:
+        return list(await asyncio.gather(*(one() for _ in range(CONCURRENT))))
+
+    def check(results: Sequence[list[int]]) -> None:
+        if len(results) != CONCURRENT or any(r != expected for r in results):
+            raise RuntimeError("a concurrent read returned the wrong items")
+
+    samples = []
+    client = async_client(model._get_connection().connection.client)
+    with wire.delayed():
+        for pool in client.pools():
+            pool.peak_open = pool.open
+        wire.reset()
+        wall, cpu = time.perf_counter(), time.process_time()
+        check(runner.run(many()))
+        samples.append(
+            Sample(
+                time.perf_counter() - wall,
+                time.process_time() - cpu,
+                wire.requests,
+                wire.items_read,
+                CONCURRENT,
+            )
+        )
+        (pool,) = client.pools()  # the model's, on the runner's loop
+        peak, bound = pool.peak_open, pool.max_connections
+        sync = _sync(model)
+        with ThreadPoolExecutor(10, thread_name_prefix="bench-sync-readers") as threads:
+            list(threads.map(lambda _: sync(), range(10)))  # warm the threads
+            wire.reset()
+            wall, cpu = time.perf_counter(), time.process_time()
+            check(list(threads.map(lambda _: sync(), range(CONCURRENT))))
+            samples.append(
+                Sample(
+                    time.perf_counter() - wall,
+                    time.process_time() - cpu,
+                    wire.requests,
+                    wire.items_read,
+                    CONCURRENT,
+                )
+            )
+    return samples[0], samples[1], peak, bound
+
+
+def _bridge(runner: asyncio.Runner) -> dict[str, float]:
+    """Microseconds of CPU per hand-off: a greenlet call, a switch out and back, a thread.
+
+    The greenlet bridge's own cost, against running the same call on the loop's thread
+    pool (``asyncio.to_thread``), the way to call sync code from a coroutine without it.
+    """
+    rounds, each = 7, 2_000
+
+    def nothing() -> None:
+        return None
+
+    def waits() -> None:
+        await_(_ready())
+
+    async def via_call() -> None:
+        for _ in range(each):
+            await call(nothing)
+
+    async def via_switch() -> None:
+        await call(lambda: [waits() for _ in range(each)])
+
+    async def via_thread() -> None:
+        for _ in range(each):
+            await asyncio.to_thread(nothing)
+
+    async def baseline() -> None:
+        for _ in range(each):
+            await _ready()
+
+    found: dict[str, list[float]] = {}
+    ways = {
+        "await call(f): a greenlet per call": via_call,
+        "await_() inside a call: switch out and back": via_switch,
+        "await asyncio.to_thread(f): the loop's thread pool": via_thread,
+        "a plain await of a coroutine (the floor)": baseline,
+    }
+    for name, way in ways.items():
+        runner.run(way())  # warm
+        found[name] = []
+    for _ in range(rounds):
+        for name, way in ways.items():
+            cpu = time.process_time()
+            runner.run(way())
+            found[name].append((time.process_time() - cpu) / each * 1e6)
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
+async def _ready() -> None:
+    return None
+
+
+# -- fresh processes ------------------------------------------------------------------
+
+
+def _base_tree(stack: ExitStack) -> tuple[str, Path] | None:
+    """The tree this branch started from (merge-base with main), extracted; None if none."""
+    try:
+        base = subprocess.run(
+            ["git", "merge-base", "HEAD", "main"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    where = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="aio-bench-base-")))
+    archive = subprocess.run(
+        ["git", "archive", base, "shardmodel"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
+    return base[:7], where
+
+
+def _fresh(url: str, tree: Path) -> dict[str, float]:
+    """One fresh process on ``tree``'s shardmodel: its sync 16-shard ratios."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "aio_fresh.py"), url, str(tree)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    values = {}
+    for line in done.stdout.splitlines():
+        name, _, value = line.partition("=")
+        values[name] = float(value)
+    return values
+
+
+def _fresh_runs(url: str, trees: Sequence[tuple[str, Path]]) -> dict[str, list[dict[str, float]]]:
+    """FRESH_RUNS fresh processes per tree, the order turned round each round (A B, B A,
+    ...) so neither tree always runs just after the heavy load before it."""
+    found: dict[str, list[dict[str, float]]] = {name: [] for name, _ in trees}
+    for number in range(FRESH_RUNS):
+        for name, tree in trees if number % 2 == 0 else list(reversed(trees)):
+            found[name].append(_fresh(url, tree))
+    return found
+
+
+# -- printing -------------------------------------------------------------------------
+
+
+def _print_curve(rows: Sequence[Row]) -> dict[tuple[int | None, str], Sample]:
+    by = {(r.shards, r.variant): r.sample for r in rows}
+    single = by[(None, "single partition")]
+    print()
+    print(
+        f"latest {LATEST} (limit={LATEST}, newest first) of {ITEMS:,} items: sync and async "
+        "against plain PynamoDB's single partition (botocore)"
+    )
+    header = (
+        f"{'shards':>6}  {'way':<18}{'requests':>9}{'items read':>11}{'wall ms':>9}"
+        f"{'x wall':>8}{'CPU ms':>8}{'x CPU':>7}{'async/sync CPU':>16}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        s = r.sample
+        where = "-" if r.shards is None else str(r.shards)
+        versus = ""
+        if r.variant == "async":
+            versus = f"{s.cpu / by[(r.shards, 'sync')].cpu:>16.2f}"
+        print(
+            f"{where:>6}  {r.variant:<18}{s.requests:>9}{s.items_read:>11}{s.wall * 1e3:>9.1f}"
+            f"{s.wall / single.wall:>8.2f}{s.cpu * 1e3:>8.2f}{s.cpu / single.cpu:>7.2f}{versus}"
+        )
+    return by
+
+
+def _print_bridge(costs: dict[str, float]) -> None:
+    print()
+    print("the bridge: process CPU per hand-off, µs (median of 7 rounds of 2,000)")
+    width = max(len(name) for name in costs)
+    for name, micros in costs.items():
+        print(f"  {name:<{width}} {micros:>7.1f}")
+
+
+def _print_concurrency(a: Sample, s: Sample, peak: int, bound: int) -> None:
+    print()
+    print(
+        f"{CONCURRENT:,} concurrent latest-{LATEST} reads of a {TARGET_SHARDS}-shard key: "
+        f"async in one event loop (pool bound {bound} sockets) vs sync on 10 threads"
+    )
+    header = (
+        f"{'way':<28}{'wall s':>8}{'reads/s':>9}{'requests/s':>11}{'CPU s':>7}"
+        f"{'CPU ms/read':>12}{'peak sockets':>13}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, x, sockets in (("async, one loop", a, str(peak)), ("sync, 10 threads", s, "-")):
+        print(
+            f"{name:<28}{x.wall:>8.2f}{CONCURRENT / x.wall:>9.0f}{x.requests / x.wall:>11.0f}"
+            f"{x.cpu:>7.2f}{x.cpu / CONCURRENT * 1e3:>12.2f}{sockets:>13}"
+        )
+
+
+def _spread(values: Sequence[float]) -> str:
+    median, worst = statistics.median(values), max(values)
+    return f"median {median:.2f}, worst {worst:.2f} ({(worst / median - 1) * 100:+.0f}%)"
+
+
+def _print_fresh(found: dict[str, list[dict[str, float]]], here: str) -> None:
+    print()
+    print(
+        f"sync latest {LATEST}, {TARGET_SHARDS} shards / single partition, {FRESH_RUNS} fresh "
+        "processes per tree (interleaved, A B then B A), each the median of 5 rounds after a "
+        "warm-up"
+    )
+    for name, runs in found.items():
+        walls = [r["wall_ratio"] for r in runs]
+        print(f"  {name:<26} wall ratio {_spread(walls)}")
+        print(f"  {'':<26} each run   {', '.join(f'{w:.2f}' for w in walls)}")
+        print(f"  {'':<26} CPU ratio  {_spread([r['cpu_ratio'] for r in runs])}")
+        cpu = [r["merged_cpu_ms"] for r in runs]
+        wall = [r["merged_wall_ms"] for r in runs]
+        print(
+            f"  {'':<26} sync merged CPU ms median {statistics.median(cpu):.2f}, "
+            f"wall ms median {statistics.median(wall):.1f}"
+        )
+    others = [name for name in found if name != here]
+    for other in others:
+        moved_cpu = statistics.median(r["merged_cpu_ms"] for r in found[here]) / statistics.median(
+            r["merged_cpu_ms"] for r in found[other]
+        )
+        moved_wall = statistics.median(
+            r["merged_wall_ms"] for r in found[here]
+        ) / statistics.median(r["merged_wall_ms"] for r in found[other])
+        print(
+            f"  sync merged, {here} / {other}: CPU {moved_cpu:.3f}, wall {moved_wall:.3f} "
+            "(the sync path's move; target within 5%)"
+        )
+
+
+def _print_targets(by: dict[tuple[int | None, str], Sample]) -> None:
+    single = by[(None, "single partition")]
+    n = TARGET_SHARDS
+    targets = [
+        (f"latest 100, {n} shards: async CPU / sync merged CPU", by[(n, "async")].cpu
+         / by[(n, "sync")].cpu, 1.0),
+        (f"latest 100, {n} shards: async CPU / plain PynamoDB single partition", by[(n, "async")]
+         .cpu / single.cpu, 1.3),
+        ("latest 100, 64 shards: async CPU / plain PynamoDB single partition", by[(64, "async")]
+         .cpu / single.cpu, 3.0),
+        ("latest 100, 64 shards: sync CPU / plain PynamoDB single partition", by[(64, "sync")]
+         .cpu / single.cpu, 3.0),
+    ]  # fmt: skip
+    print()
+    print("targets (for humans: a FAIL does not fail `make bench`)")
+    width = max(len(t[0]) for t in targets)
+    for text, measured, limit in targets:
+        verdict = "PASS" if measured <= limit else "FAIL"
+        print(f"  {text:<{width}} {measured:>6.2f}  (target ≤ {limit:g}) {verdict}")
+
+
+# -- main -----------------------------------------------------------------------------
+
+
+def main() -> None:
+    """Run, print, and keep the output in ``OUTPUT`` (the performance page's async rows)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        _run()
+    text = printed.getvalue()
+    sys.stdout.write(text)
+    OUTPUT.write_text(text, encoding="utf-8")
+
+
+def _run() -> None:
+    """Start dynalite, load each layout once, measure, print, stop dynalite."""
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    with ExitStack() as stack:
+        url = stack.enter_context(dynalite_server(DYNALITE))
+        runner = stack.enter_context(asyncio.Runner())
+        layouts = {n: _sharded_model(n) for n in SHARDS}
+        models: list[type[Model]] = [Single, *layouts.values()]
+        bind_models(models, host=url, **CREDENTIALS)
+        create_tables(models)
+        wire = _LoopWire(LATENCY)
+        for model in models:
+            wire.attach(model)
+        _load_all([(Single, KEY, ITEMS), *((m, KEY, ITEMS) for m in layouts.values())])
+        loaded = time.perf_counter() - started
+
+        variants: list[tuple[int | None, str, Run]] = [(None, "single partition", _sync(Single))]
+        for n, model in layouts.items():
+            variants += [(n, "sync", _sync(model)), (n, "async", _async(runner, model))]
+            if n == TARGET_SHARDS:
+                variants.append((n, "sync in to_thread", _to_thread(runner, model)))
+        rows = _measure(wire, variants)
+        concurrency = _concurrency(wire, runner, layouts[TARGET_SHARDS])
+        bridge = _bridge(runner)
+
+        here = "this tree"
+        trees: list[tuple[str, Path]] = [(here, ROOT)]
+        base = _base_tree(stack)
+        if base is not None:
+            trees.append((f"base {base[0]}", base[1]))
+        fresh = _fresh_runs(url, trees)
+
+    print(
+        f"async vs sync on dynalite, {LATENCY * 1e3:g} ms slept before every request "
+        f"(without blocking the loop in async calls), {ITEMS:,} items of one key per layout, "
+        f"median of {REPEATS} interleaved rounds after a warm-up round; the async reads on "
+        "one event loop kept for the run"
+    )
+    by = _print_curve(rows)
+    _print_concurrency(*concurrency)
+    _print_bridge(bridge)
+    _print_fresh(fresh, here)
+    _print_targets(by)
+    total = time.perf_counter() - started
+    print(
+        f"\naio bench: {total:.0f} s ({loaded:.0f} s starting dynalite and loading data); "
+        f"1-minute load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        f"on {os.cpu_count()} CPUs"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Running the synchronous engine on an asyncio event loop, without threads.
+
+The async API (``await Model.aget(...)``, ``async for item in Model.aquery(...)``) runs
+the very code the sync API runs: planning, placement, merging, cursors, validation,
+growth of dynamic keys, counters, migration rules. Each call runs it in a greenlet (a
+stack of its own, switched in the event loop's thread). Where that code would block,
+at the bottom of the house (a socket read, a retry's sleep, waiting for a shard's page),
+it hands an awaitable to the event loop (:func:`await_`) and is resumed with its result,
+so the loop serves other coroutines meanwhile. SQLAlchemy's asyncio extension works the
+same way, for the same reason: one copy of the logic above the transport.
+
+A switch costs well under a microsecond; starting a greenlet a few (both measured in
+``benchmarks/aio_bench.py``). ``greenlet`` is the ``async`` extra's one dependency and is
+imported only by the async API: the sync path never loads it, and asks only
+:func:`in_async` (one context variable) where the two paths part.
+
+Inside a call, :func:`in_async` is true: the executor, the lean client and the sleeps
+below ask it to choose the event loop's way over the blocking one. Each call runs in a
+copy of the caller's context, so a context variable set in one coroutine's operation
+(the migration view a write holds, its attempt log) is not seen by another.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+__all__ = [
+    "AsyncStream",
+    "await_",
+    "call",
+    "in_async",
+    "require_greenlet",
+    "run_blocking",
+    "sleep",
+]
+
+_T = TypeVar("_T")
+
+#: True inside an async call's greenlet (its context is a copy with this set).
+_ASYNC: contextvars.ContextVar[bool] = contextvars.ContextVar("shardmodel_async", default=False)
+
+
+class _Wait:
+    """What a greenlet hands its parent: an awaitable to await on its behalf."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+
+
+def in_async() -> bool:
+    """True when the calling code runs inside an async call (see the module)."""
+    return _ASYNC.get()
+
+
+_greenlet: Any = None  # the module, once an async call has needed it
+
+
+def require_greenlet() -> Any:
+    """The ``greenlet`` module, or a clear error naming the extra to install."""
+    global _greenlet
+    if _greenlet is not None:
+        return _greenlet
+    try:
+        import greenlet
+    except ImportError:  # pragma: no cover - the async extra is installed in tests
+        from shardmodel.errors import ShardConfigurationError
+
+        raise ShardConfigurationError(
+            "the async API needs the greenlet package: pip install 'shardmodel[async]'"
+        ) from None
+    _greenlet = greenlet
+    return greenlet
+
+
+def await_(awaitable: Awaitable[_T]) -> _T:
+    """Wait for ``awaitable`` on the event loop, from synchronous code in an async call.
+
+    Raises:
+        RuntimeError: called outside an async call (there is no loop to hand it to).
+    """
+    if not _ASYNC.get():
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()  # a coroutine never awaited would warn
+        raise RuntimeError("await_() outside an async call: use the a-prefixed API")
+    greenlet = require_greenlet()
+    parent = greenlet.getcurrent().parent
+    result: _T = parent.switch(_Wait(awaitable))
+    return result
+
+
+def _context() -> contextvars.Context:
+    context = contextvars.copy_context()
+    context.run(_ASYNC.set, True)
+    return context
+
+
+async def call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run ``function(*args, **kwargs)`` in a greenlet; await what it hands over."""
+    greenlet = require_greenlet()
+    child = greenlet.greenlet(function, parent=greenlet.getcurrent())
+    child.gr_context = _context()
+    step = child.switch(*args, **kwargs)
+    while not child.dead:
+        step = await _resume(child, step)
+    result: _T = step
+    return result
+
+
+async def _resume(child: Any, step: Any) -> Any:
+    """Await what ``child`` handed over (a :class:`_Wait`), then switch back into it."""
+    try:
+        value = await step.awaitable
+    except BaseException as error:  # the greenlet's code sees it where it waited
+        return child.throw(error)
+    return child.switch(value)
+
+
+def sleep(seconds: float) -> None:
+    """``time.sleep``, or, inside an async call, a sleep of this call alone."""
+    if _ASYNC.get():
+        import asyncio
+
+        await_(asyncio.sleep(seconds))
+    else:
+        time.sleep(seconds)
+
+
+def run_blocking(function: Callable[[], _T]) -> _T:
+    """``function()``; inside an async call, on the loop's default thread pool.
+
+    For the rare call with no async path (a credential refresh, CloudWatch, a client the
+    lean path cannot stand in for), so it does not stop the loop.
+    """
+    if not _ASYNC.get():
+        return function()
+    import asyncio
+
+    # the thread sees the caller's context (an attempt log, a held migration view), but
+    # not as an async call: its sleeps and requests block that thread alone
+    context = contextvars.copy_context()
+    context.run(_ASYNC.set, False)
+    loop = asyncio.get_running_loop()
+    return await_(loop.run_in_executor(None, context.run, function))
+
+
+class AsyncStream(AsyncIterator[_T]):
+    """An async iterator over a synchronous one, driven in one greenlet.
+
+    ``start()`` makes the iterator (inside the greenlet, so it may send requests); each
+    ``__anext__`` switches into the greenlet until it has the next item. One greenlet
+    for the whole iteration: an item costs two switches, not a greenlet.
+    """
+
+    def __init__(self, start: Callable[[], Iterator[_T]]) -> None:
+        self._start = start
+        self._greenlet: Any = None
+        self.iterator: Iterator[_T] | None = None
+
+    def _run(self) -> Any:
+        this = require_greenlet().getcurrent()
+        self.iterator = self._start()
+        this.parent.switch(_STARTED)
+        for item in self.iterator:
+            this.parent.switch(item)  # the parent: whichever task asks now
+        return _END
+
+    def __aiter__(self) -> AsyncStream[_T]:
+        return self
+
+    async def start(self) -> None:
+        """Make the iterator now (planned, arguments checked), before any item is asked."""
+        if self._greenlet is None:
+            await self._step()  # up to _STARTED (or the error start() raised)
+
+    async def __anext__(self) -> _T:
+        child = self._greenlet
+        if child is None:
+            step = await self._step()  # _STARTED, or the error start() raised
+            child = self._greenlet
+        elif child.dead:
+            raise StopAsyncIteration
+        # the per-item path, inlined: one switch in, one back when the item is ready
+        child.parent = _greenlet.getcurrent()
+        step = child.switch()
+        while type(step) is _Wait:
+            step = await _resume(child, step)
+        if step is _END:
+            raise StopAsyncIteration
+        item: _T = step
+        return item
+
+    async def _step(self) -> Any:
+        """Run the greenlet up to what it hands back next: _STARTED, an item or _END."""
+        greenlet = require_greenlet()
+        child = self._greenlet
+        if child is None:
+            child = self._greenlet = greenlet.greenlet(self._run)
+            child.gr_context = _context()
+        child.parent = greenlet.getcurrent()  # whichever task iterates now
+        step = child.switch()
+        while type(step) is _Wait:
+            step = await _resume(child, step)
+        return step
+
+    async def aclose(self) -> None:
+        """Stop: the iterator's ``close`` (a merged query waits out its requests)."""
+        close = getattr(self.iterator, "close", None)
+        if close is not None:
+            await call(close)
+        child, self._greenlet = self._greenlet, None
+        if child is not None and not child.dead:
+            child.parent = require_greenlet().getcurrent()
+            child.throw(require_greenlet().GreenletExit)
+
+
+class _End:
+    __slots__ = ()
+
+
+_END = _End()
+
+
+class _Started:
+    __slots__ = ()
+
+
+_STARTED = _Started()

@@ -1,0 +1,201 @@
+"""The async request path: every request of an async call, on the running event loop.
+
+Inside an async call (:mod:`shardmodel.core.bridge`) a model's PynamoDB connection is
+its async twin (:func:`async_table_connection`): PynamoDB builds each request and wraps
+its errors as always, and hands it to :class:`AsyncLeanClient`, the lean client
+(:class:`~shardmodel.lean.client.LeanClient`: botocore's events, its retry handler, its
+parser for errors, SigV4 with the day's cached key) for every operation, not only reads.
+Its sockets are an :class:`~shardmodel.lean.aio_http.AsyncHttpPool` of the running
+loop; its waits (a retry's back-off) are the loop's. Credentials that need a refresh are
+refreshed on the loop's thread pool (botocore's providers block), then used as botocore
+uses them.
+
+A client the lean path cannot stand in for (a proxy, a client certificate, unsigned
+requests; :func:`~shardmodel.lean.client.unsupported_reason`) sends through botocore
+on the loop's thread pool instead, one thread per request in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import threading
+import types
+import weakref
+from typing import Any
+
+from pynamodb.connection.base import Connection
+
+from shardmodel.core.bridge import await_, run_blocking
+from shardmodel.lean.aio_http import AsyncHttpPool
+from shardmodel.lean.client import LeanClient, unsupported_reason
+from shardmodel.lean.http import endpoint
+
+__all__ = [
+    "AsyncConnection",
+    "AsyncLeanClient",
+    "async_client",
+    "async_table_connection",
+    "pools",
+]
+
+#: Where a botocore client keeps its async stand-in.
+_ATTRIBUTE = "_shardmodel_async_client"
+_lock = threading.Lock()
+_tables: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+#: Every async client's pools, for :func:`pools` (tests and benchmarks read them).
+_clients: weakref.WeakSet[AsyncLeanClient] = weakref.WeakSet()
+
+
+class _LoopPool:
+    """The pool of the running loop, as the lean client's ``pool`` (``post``, ``authority``).
+
+    ``post`` is called in an async call's greenlet and waits on the loop.
+    """
+
+    def __init__(self, owner: AsyncLeanClient) -> None:
+        self._owner = owner
+        self.authority = owner._authority
+
+    def post(self, headers: Any, body: bytes) -> Any:
+        return await_(self._owner.loop_pool().post(headers, body))
+
+
+class AsyncLeanClient(LeanClient):
+    """A botocore DynamoDB client's every operation, sent on the running event loop.
+
+    One per botocore client; one :class:`AsyncHttpPool` per event loop it is used on
+    (sockets belong to a loop), sized by the client's ``max_pool_connections``.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncHttpPool] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._authority = endpoint(client.meta.endpoint_url, "AsyncLeanClient")[3]
+        super().__init__(client, operations=client.meta.service_model.operation_names)
+        _clients.add(self)
+
+    def _pool(self) -> Any:
+        return _LoopPool(self)
+
+    def loop_pool(self) -> AsyncHttpPool:
+        """The running loop's pool (made on first use, bound to the loop)."""
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            config = self.meta.config
+            session = self.client._endpoint.http_session
+            pool = AsyncHttpPool(
+                self.url,
+                connect_timeout=config.connect_timeout,
+                read_timeout=config.read_timeout,
+                verify=getattr(session, "_verify", True),
+                max_connections=config.max_pool_connections or 10,
+            )
+            self._pools[loop] = pool
+            await_(pool.start())
+        return pool
+
+    def pools(self) -> list[AsyncHttpPool]:
+        return list(self._pools.values())
+
+    def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        return self.call(operation_name, api_params)
+
+    def _credentials(self) -> Any:
+        credentials = self._request_signer._credentials
+        needed = getattr(credentials, "refresh_needed", None)
+        if needed is not None and needed():
+            # botocore's providers block (STS, the metadata service): not on the loop
+            return run_blocking(credentials.get_frozen_credentials)
+        return credentials.get_frozen_credentials()
+
+    def _attempt(
+        self, suffix: str, model: Any, request: Any, attempts: int
+    ) -> tuple[Any, dict[str, Any]]:
+        pool = self.loop_pool()
+        sent = pool.sent
+        try:
+            return super()._attempt(suffix, model, request, attempts)
+        finally:
+            if pool.sent == sent:
+                # an event handler answered (in-process moto, the capacity simulator):
+                # no socket waited, so let the loop's other coroutines run, as a round
+                # trip would
+                await_(asyncio.sleep(0))
+
+
+class _ThreadedClient:
+    """A botocore client the lean path cannot stand in for: its calls on a thread."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.meta = client.meta
+
+    def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = run_blocking(
+            lambda: self.client._make_api_call(operation_name, api_params)
+        )
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def async_client(client: Any) -> Any:
+    """The async stand-in for a botocore DynamoDB client (built once per client)."""
+    found = getattr(client, _ATTRIBUTE, None)
+    if found is not None:
+        return found
+    with _lock:
+        found = getattr(client, _ATTRIBUTE, None)
+        if found is None:
+            reason = unsupported_reason(client)
+            found = AsyncLeanClient(client) if reason is None else _ThreadedClient(client)
+            setattr(client, _ATTRIBUTE, found)
+        return found
+
+
+class AsyncConnection:
+    """A PynamoDB ``Connection`` whose every request goes to the async stand-in.
+
+    PynamoDB's own methods run on it unchanged (request building, signals, error
+    wrapping); all state is the original connection's.
+    """
+
+    def __init__(self, origin: Connection) -> None:
+        self._origin = origin
+
+    def __getattr__(self, name: str) -> Any:
+        method = inspect.getattr_static(Connection, name, None)
+        if isinstance(method, types.FunctionType):
+            bound = types.MethodType(method, self)  # PynamoDB's code, self.client ours
+            self.__dict__[name] = bound
+            return bound
+        return getattr(self._origin, name)  # state, static and class methods
+
+    @property
+    def client(self) -> Any:
+        """The async stand-in for the original connection's current botocore client."""
+        return async_client(self._origin.client)
+
+
+def async_table_connection(connection: Any) -> Any:
+    """The async twin of a PynamoDB ``TableConnection`` (made once per connection)."""
+    try:
+        return _tables[connection]
+    except KeyError:
+        pass
+    with _lock:
+        if connection not in _tables:
+            twin = copy.copy(connection)
+            twin.connection = AsyncConnection(connection.connection)
+            _tables[connection] = twin
+        return _tables[connection]
+
+
+def pools() -> list[AsyncHttpPool]:
+    """Every async client's socket pools (on every loop they were used on)."""
+    return [pool for client in list(_clients) for pool in client.pools()]
