@@ -33,11 +33,18 @@ from tests.migration_models import (
 
 KEYS = ("a", "b", "c")
 STABLE = range(40)
+#: Each writer numbers its items in its own range: the ledger tells items apart by key
+#: and number, so two writers must never write the same number.
+WRITER_SEQS = 1_000_000
 #: Every phase lasts at least this long: above the processes' 0.2 s state cache. The
 #: protocol also assumes no request outlives a settle time; on a loaded machine a thread
 #: can stall longer than any fixed time, so the test's clock (SettleClock) makes each
 #: settle also wait for the operations in flight.
 SETTLE = 1.0
+#: The jobs' scan page: moto reads the whole table for every page of a segmented scan, so
+#: a small page makes its migration minutes longer; 25 still gives each segment's backfill
+#: a dozen pages to be killed after.
+JOB_PAGE = 25
 #: The most a run may take on a loaded machine before the test gives up.
 DEADLINE = 900.0
 
@@ -168,7 +175,8 @@ def writer(
         while not stop.is_set():
             key = rng.choice(KEYS)
             serial += 1
-            seq = 1000 * (number + 1) + serial
+            seq = WRITER_SEQS * (number + 1) + serial  # each writer's own range
+            assert serial < WRITER_SEQS, "a writer ran out of its sequence numbers"
             began = time.monotonic()
             with ledger.lock:
                 ledger.saved[(key, seq)] = (began, float("inf"))
@@ -295,12 +303,14 @@ def migrate(
             if state.phase in JOBS:
                 if not killed:
                     with pytest.raises(Killed):
-                        operator.run_job(segment=0, page_size=10, fault=kill_at(2))
+                        operator.run_job(segment=0, page_size=JOB_PAGE, fault=kill_at(2))
                     killed = True  # resumed from segment 0's checkpoint below
-                operator.run_job(page_size=10)
+                operator.run_job(page_size=JOB_PAGE)
             state = operator.advance()
             when.append(time.monotonic())
             phases.append(state.phase)
+        clock.sleep(operator.settle_left(state))  # the sweep waits until no process drains
+        operator.run_job(page_size=JOB_PAGE)
     except Exception as error:
         errors.append(f"migration: {error!r}")
 
