@@ -157,7 +157,9 @@ def _holders(
         new_key = migration.new_key(key, physical)
         olds = migration.old_keys(key, physical)
         if state is not None and is_tombstone(row):  # moved or fenced: the item is new
-            if physical == new_key or (shrink and state == FENCED and new_key in olds):
+            if physical == new_key or (
+                shrink and state == FENCED and new_key in migration.old_keys(key, new_key)
+            ):
                 continue  # a random shrink returns the item at its new key, an old key too
             asks[number] = [new_key]
             follow.add(number)

@@ -263,10 +263,11 @@ def update(
             done = actions
             if engine.spec.table_key() is not None and isinstance(actions, list):
                 chosen = physical_condition(item, chosen, stored_key(item))
-                if placement is not None and placement.writes_new:
+                # at a new key (the phase's, or the one a fence sent an old-key write to)
+                if placement is not None and (placement.writes_new or item._pinned_key):
                     # the copy is the item's own now: a stalled move may not replace it
                     done = [*actions, Path(COPY_MARKER).remove()]
-                    if revive:
+                    if revive:  # over a delete's tombstone: the item exists again
                         done.append(Path(MOVE_MARKER).remove())
             return plain(done, chosen, add_version_condition=add_version_condition)
 
