@@ -104,6 +104,19 @@ class AsyncLeanClient(LeanClient):
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
         return self.call(operation_name, api_params)
 
+    def __getattr__(self, name: str) -> Any:
+        """botocore's operation methods (``client.get_item(**params)``), sent on the loop:
+        code written against a botocore client (a migration's moves) runs on it as is."""
+        meta = self.__dict__.get("meta")
+        operation = None if meta is None else meta.method_to_api_mapping.get(name)
+        if operation is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+        def method(**params: Any) -> dict[str, Any]:
+            return self._make_api_call(operation, params)
+
+        return method
+
     def _credentials(self) -> Any:
         credentials = self._request_signer._credentials
         needed = getattr(credentials, "refresh_needed", None)
