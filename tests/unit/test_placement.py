@@ -25,10 +25,10 @@ from shardmodel import (
     TimeBuckets,
     sharding_of,
 )
-from shardmodel.engine import Copy, Placement
+from shardmodel.engine import Placement
 from shardmodel.engine.query_plan import plan_query
 from shardmodel.keyspace.dynamic import DynamicShards
-from shardmodel.keyspace.phases import ActiveMigration, MigrationState, Phase
+from shardmodel.keyspace.phases import MOVE_MARKER, MOVED, ActiveMigration, MigrationState, Phase
 from shardmodel.keyspace.strategies import KeyValues
 from tests.models import DailyEvent, DynamicEvent, HashedEvent, RandomEvent
 
@@ -116,34 +116,46 @@ def test_a_dynamic_key_reads_every_shard_it_ever_had() -> None:
 
 
 @pytest.mark.parametrize(
-    ("phase", "primary", "copies", "old_first"),
+    ("phase", "primary", "fences", "fenced"),
     [
         (Phase.PREPARE, "k#1", [], False),
-        (Phase.DUAL_WRITE, "k#1", ["k#0"], False),
-        (Phase.READ_NEW, "k#0", ["k#1"], False),
-        (Phase.NEW_ONLY, "k#0", [], True),
-        (Phase.DONE, "k#0", [], False),
+        (Phase.DUAL_WRITE, "k#1", [], True),
+        (Phase.BACKFILL, "k#1", [], True),
+        (Phase.READ_NEW, "k#0", ["k#1"], True),
+        (Phase.NEW_ONLY, "k#0", ["k#1"], True),
+        (Phase.CLEANUP, "k#0", ["k#1"], True),
+        (Phase.DRAIN, "k#0", ["k#1"], True),
+        (Phase.DONE, "k#0", [], True),
     ],
 )
-def test_each_phase_writes_its_primary_then_its_copies(
-    phase: Phase, primary: str, copies: list[str], old_first: bool
+def test_each_phase_writes_one_key_and_fences_the_old_one_as_its_rules_say(
+    phase: Phase, primary: str, fences: list[str], fenced: bool
 ) -> None:
-    """Where a write goes first and what else it writes follow the phase's rules."""
+    """A write goes to the old key until read_new, then to the new one, fencing the old
+    first until done (the sweep may delete tombstones then); old-key writes carry the
+    "not fenced" condition from dual_write on."""
     placement = Placement(HASH_2, _migration(phase, HASH_2, HASH_3))
     assert placement.write_key(MOVING, None, random.Random(0)) == primary
-    assert placement.copies(MOVING, primary, delete=False) == [Copy(c) for c in copies]
-    assert placement.old_first is old_first
-    deletes = [c.key for c in placement.copies(MOVING, primary, delete=True)]
-    assert deletes == ([] if phase == Phase.DONE else [k for k in ("k#1", "k#0") if k != primary])
+    assert placement.writes_new is (primary == "k#0")
+    assert placement.fence_keys(MOVING, primary) == fences
+    assert placement.fenced is fenced
 
 
-def test_reads_keep_the_copy_the_phase_prefers() -> None:
-    """Of an item's two copies found together, old until read_new, new from then on."""
-    copies = [{"sensor": {"S": "k#1"}}, {"sensor": {"S": "k#0"}}]
-    for phase, kept in ((Phase.BACKFILL, "k#1"), (Phase.READ_NEW, "k#0")):
+def test_reads_keep_the_copy_that_holds_the_item() -> None:
+    """Of an item's two copies found together, the old one until a move fences it, then
+    the new one; a frozen old copy (a move in progress) still holds it."""
+    old, new = (
+        {"sensor": {"S": "k#1"}, "v": {"S": "old"}},
+        {"sensor": {"S": "k#0"}, "v": {"S": "new"}},
+    )
+    moved = {**old, MOVE_MARKER: {"S": MOVED}}
+    moving = {**old, MOVE_MARKER: {"S": "moving:t1"}}
+    for phase in (Phase.BACKFILL, Phase.READ_NEW, Phase.CLEANUP):
         placement = Placement(HASH_2, _migration(phase, HASH_2, HASH_3), key_name="sensor")
-        assert placement.current(copies, lambda raw: MOVING)["sensor"]["S"] == kept
-        assert placement.preferred(MOVING, kept)
+        assert placement.current([old, new], lambda raw: MOVING)["v"]["S"] == "old"
+        assert placement.current([moving, new], lambda raw: MOVING)["v"]["S"] == "old"
+        assert placement.current([moved, new], lambda raw: MOVING)["v"]["S"] == "new"
+        assert MOVE_MARKER not in placement.current([moving, new], lambda raw: MOVING)
 
 
 def test_a_compaction_keeps_the_copy_on_the_retired_shard() -> None:
