@@ -11,6 +11,7 @@ keys are combined above the merge, by :mod:`shardmodel.engine.grouping`.)
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import weakref
@@ -45,6 +46,9 @@ Fetch = Callable[[str, RawKey | None, int | None], dict[str, Any]]
 #: this stays near two such pages (16 shards: 750-item pages).
 DEFAULT_ITEM_BUDGET = 24_000
 
+
+#: Buffered items a limited query ranks to plan its follow-up pages (bigger: none planned).
+PLANNED_ITEMS = 4_096
 
 #: Sort keys whose reverse order is cheaper than wrapping them (numbers negate).
 _DESCENDING: weakref.WeakKeyDictionary[Callable[[_RawItem], Any], Callable[[_RawItem], Any]] = (
@@ -210,6 +214,7 @@ class MergedQuery(Generic[_T]):
         self._active = -1
         self._sequence = 0
         self._closed = False
+        self._fresh = False  # pages arrived since the follow-ups were last planned
         self.total_count = 0
         self.items_read = 0
         self.requests = 0
@@ -337,12 +342,13 @@ class MergedQuery(Generic[_T]):
             return None  # one shard: DynamoDB's own 1 MB pages, as PynamoDB does
         return max(25, self._item_budget // (2 * shards))
 
-    def _schedule(self, shard: _Shard) -> None:
+    def _schedule(self, shard: _Shard, page: int | None = None) -> None:
         if shard.task is not None or shard.exhausted or self._closed:
             return
         if self._inflight >= self._workers:
             return  # at this query's share of the pool; _fill schedules it later
-        page = self._page(first=shard.next_start is shard.start and shard.last is None)
+        if page is None:
+            page = self._page(first=shard.next_start is shard.start and shard.last is None)
         shard.task = self._runner.submit(
             self._fetch, (shard.key, shard.next_start, page), self._done, shard
         )
@@ -364,6 +370,39 @@ class MergedQuery(Generic[_T]):
             if self._limit is None and self._active >= 0:
                 for shard in self._groups[self._active]:
                     self._prefetch(shard)
+        if self._fresh and not self._waiting:
+            self._fresh = False
+            self._plan_follow_ups()
+
+    def _plan_follow_ups(self) -> None:
+        """Ask now, all at once, for the next page of every shard the limit will reach.
+
+        A shard whose buffered items all rank within the remaining limit among every
+        item buffered will run dry before the limit is met, and the merge will wait for
+        its next page then; sent one at a time, those pages cost a round trip each.
+        Each page is sized as it would be then (the share left after that shard's last
+        item), so the same shards are read with the same limits, in one round.
+        """
+        if self._limit is None or self._page_size is not None or self._active < 0:
+            return
+        remaining = self._limit - self.total_count
+        group = self._groups[self._active]
+        if sum(len(s.buffer) for s in group) + len(self._heap) > PLANNED_ITEMS:
+            return
+        keys = sorted(
+            [entry[0] for entry in self._heap]
+            + [self._sort_key(item) for shard in group for item in shard.buffer]
+        )
+        heads = {entry[3]: entry[0] for entry in self._heap}
+        alive = self._alive()
+        for shard in group:
+            if shard.exhausted or shard.task is not None or shard not in heads:
+                continue
+            last = self._sort_key(shard.buffer[-1]) if shard.buffer else heads[shard]
+            rank = bisect.bisect_right(keys, last)  # its last item's place in the merge
+            if rank < remaining:
+                left = remaining - rank + 1  # what the limit leaves once it is taken
+                self._schedule(shard, max(1, min(left, math.ceil(left / alive) + 1)))
 
     def _absorb(self, shard: _Shard, response: dict[str, Any]) -> None:
         items = response.get("Items", [])
@@ -372,6 +411,7 @@ class MergedQuery(Generic[_T]):
         capacity = response.get("ConsumedCapacity") or {}
         self.consumed_capacity += float(capacity.get("CapacityUnits", 0) or 0)
         shard.buffer.extend(items)
+        self._fresh = True
         shard.next_start = response.get("LastEvaluatedKey")
         shard.exhausted = shard.next_start is None
         if shard in self._waiting:

@@ -236,6 +236,21 @@ def test_pages_are_sized_from_the_limit_and_the_shards_left() -> None:
     assert pages.requests[2] == ("u#0", first - 1, min(remaining, math.ceil(remaining / 2) + 1))
 
 
+def test_a_follow_up_the_limit_will_reach_is_asked_with_the_first_pages() -> None:
+    """A shard whose first page ranks wholly within the limit is asked for its next page
+    as soon as the first pages are in, sized as when the merge would reach it."""
+    shards = {"u#0": list(range(0, 30))}
+    shards.update({f"u#{n}": list(range(100 * n, 100 * n + 40)) for n in (1, 2, 3)})
+    pages = Pages(shards)
+    query = merged(pages, limit=20)
+    assert next(query) == 0
+    assert query.outstanding == 1  # u#0's next page, sent before the merge needs it
+    assert list(query) == list(range(1, 20))
+    first = first_page_size(20, 4)
+    left = 20 - first + 1  # what the limit leaves once u#0's last buffered item is taken
+    assert pages.requests[4] == ("u#0", first - 1, min(left, math.ceil(left / 4) + 1))
+
+
 def test_a_later_page_counts_only_the_shards_still_alive() -> None:
     """Once a shard is exhausted, the next page asks the whole remaining share."""
     pages = Pages({"u#0": list(range(0, 50)), "u#1": [100]})
