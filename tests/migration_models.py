@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -10,6 +11,8 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjec
 from shardmodel import (
     CounterAttribute,
     HashShards,
+    NormalizedAttribute,
+    OrderedShards,
     RandomShards,
     ShardedKeyAttribute,
     ShardedModel,
@@ -137,11 +140,60 @@ class Views(ShardedModel):
     title = UnicodeAttribute(null=True)
 
 
-MIGRATION_MODELS = (Reading, WideReading, Click, WideClick, DayReading, Tagged, WideTagged, Views)
+class Title(ShardedModel):
+    """A shelf of titles in ordered ranges: the boundaries a drifted sample recomputes."""
+
+    class Meta:
+        table_name = "reshard-titles"
+        region = "us-east-1"
+
+    shelf = ShardedKeyAttribute(hash_key=True, strategy=OrderedShards(["", "g", "p"], on="title"))
+    title = NormalizedAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
 
 
-def redeployed(model: Any, count: int) -> Any:
-    """``model`` as the code deployed after the change declares it: ``count`` shards."""
+class PaddedSeq(UnicodeAttribute):
+    """An int stored as 12 digits: a number sort key that OrderedShards can range."""
+
+    def serialize(self, value: Any) -> str:
+        return f"{int(value):012d}"
+
+    def deserialize(self, value: Any) -> int:
+        return int(value)
+
+
+class OrderedReading(ShardedModel):
+    """Readings in two ordered ranges of their number: the under-load test's items (the
+    stable ones below 500,000, the writers' above) with boundaries a drift redraws."""
+
+    class Meta:
+        table_name = "reshard-ordered-readings"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(
+        hash_key=True, strategy=OrderedShards(["", "000000500000"], on="seq")
+    )
+    seq = PaddedSeq(range_key=True)
+    value = UnicodeAttribute(null=True)
+
+
+MIGRATION_MODELS = (
+    Reading,
+    WideReading,
+    Click,
+    WideClick,
+    DayReading,
+    Tagged,
+    WideTagged,
+    Views,
+    Title,
+    OrderedReading,
+)
+
+
+def redeployed(model: Any, count: int | Sequence[str]) -> Any:
+    """``model`` as the code deployed after the change declares it: ``count`` shards, or
+    (an OrderedShards key) the boundaries ``count``."""
     from attrs import evolve
 
     from shardmodel.engine import sharding_of
@@ -150,7 +202,11 @@ def redeployed(model: Any, count: int) -> Any:
     name = next(n for n, a in model.get_attributes().items() if a is attr)
     layout = attr.layout
     strategies = [
-        evolve(s, n=count) if isinstance(s, HashShards | RandomShards) else s
+        evolve(s, n=count)
+        if isinstance(s, HashShards | RandomShards)
+        else evolve(s, boundaries=count)
+        if isinstance(s, OrderedShards)
+        else s
         for s in layout.strategies
     ]
     strategy: Any = strategies[0] if len(strategies) == 1 else strategies
@@ -167,8 +223,13 @@ def redeployed(model: Any, count: int) -> Any:
             attr_name=attr.attr_name,
         ),
     }
-    return type(f"{model.__name__}At{count}", (model,), namespace)
+    suffix = count if isinstance(count, int) else len(count)
+    return type(f"{model.__name__}At{suffix}", (model,), namespace)
 
 
 #: Reading as the code deployed after a change to 32 shards declares it.
 ReadingAt32 = redeployed(Reading, 32)
+#: Title's ranges redrawn for titles that drifted to the end of the alphabet, and Title
+#: as the code deployed after that change declares it.
+DRIFTED = ("", "r", "t", "v", "x")
+TitleDrifted = redeployed(Title, DRIFTED)

@@ -7,8 +7,10 @@ command starts, steps, shows and finishes a migration and prints one status line
 from __future__ import annotations
 
 import argparse
+import ast
 import logging
 import sys
+from pathlib import Path
 
 from shardmodel.cli.arguments import endpoint, load_model, number, whole
 from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
@@ -30,7 +32,8 @@ def add_reshard_parser(commands: Subparsers) -> None:
     reshard = add_command(
         commands,
         "reshard",
-        "change a HashShards/RandomShards count online (fenced moves, backfill, sweep)",
+        "change a HashShards/RandomShards count or OrderedShards boundaries online (fenced "
+        "moves, backfill, sweep)",
         run_reshard,
     )
     reshard.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
@@ -38,6 +41,12 @@ def add_reshard_parser(commands: Subparsers) -> None:
         "--to",
         type=whole(1, MAX_SHARDS, "the most shards a strategy takes"),
         help="the new shard count",
+    )
+    reshard.add_argument(
+        "--boundaries",
+        metavar="FILE",
+        help="an OrderedShards key's new boundaries: the output of shardmodel boundaries "
+        "(or a Python list of strings) in FILE",
     )
     reshard.add_argument("--dry-run", action="store_true", help="print the plan and its cost")
     reshard.add_argument(
@@ -85,7 +94,7 @@ def describe(operator: Reshard, state: MigrationState | None) -> str:
     if state is None:
         return f"{operator.model.__name__}: no migration in progress"
     text = (
-        f"{state.table}: {state.old_count} -> {state.new_count} shards, phase "
+        f"{state.table}: {state.change}, phase "
         f"{state.phase.value}, next phase possible in {operator.settle_left(state):.0f}s"
     )
     segments = operator.job_progress(state)
@@ -109,7 +118,7 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
     state = operator.status()
     if state is None:
         if args.to is None:
-            raise UsageError("--step: give --to N to start")
+            raise UsageError("--step: give --to N (or --boundaries FILE) to start")
         state = operator.start(args.to, args.settle, args.segments)
     elif state.phase in JOBS and any(not p.done for p in operator.job_progress(state)):
         if state.phase == Phase.DONE and operator.settle_left(state) > 0:
@@ -119,9 +128,14 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
         operator.run_job(page_size=args.page_size, progress=_progress(operator, state))
     elif state.phase == Phase.DONE:
         print(describe(operator, state))
+        declares = (
+            f"{state.new_count} shards"
+            if state.new_boundaries is None
+            else f"the {state.new_count} new boundaries"
+        )
         print(
-            f"swept: deploy the code that declares {state.new_count} shards, then run "
-            "reshard --finish with its model"
+            f"swept: deploy the code that declares {declares}, then run reshard --finish "
+            "with its model"
         )
         return 0
     elif operator.settle_left(state) > 0:
@@ -141,6 +155,10 @@ def run_reshard(args: argparse.Namespace) -> int:
     if args.host:
         model.Meta.host = args.host
         model._connection = None
+    if args.boundaries is not None:
+        if args.to is not None:
+            raise UsageError("give --to N (a count) or --boundaries FILE, not both")
+        args.to = read_boundaries(args.boundaries)
     try:
         operator = Reshard(model)
     except ShardModelError as error:
@@ -167,11 +185,47 @@ def interrupted(operator: Reshard, args: argparse.Namespace) -> str:
                 f"  segment {progress.segment}: {progress.scanned:,} items scanned, resumes "
                 f"after {where}"
             )
+    to = (
+        f"--to {state.new_count}"
+        if state.new_boundaries is None
+        else f"--boundaries {args.boundaries or 'FILE'}"
+    )
     lines.append(
-        f"resume with: {base} --to {state.new_count} --segments {state.segments} "
+        f"resume with: {base} {to} --segments {state.segments} "
         f"--settle {state.settle_seconds:g}   (or --step, one step at a time)"
     )
     return "\n".join(lines)
+
+
+def read_boundaries(path: str) -> list[str]:
+    """The boundaries in ``path``: ``boundaries = [...]`` as ``shardmodel boundaries``
+    prints it (comments and ``overflow`` lines allowed), or a bare list of strings."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"--boundaries {path}: {error.strerror}") from None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        raise UsageError(
+            f"--boundaries {path}: line {error.lineno}: {error.msg}; give the output of "
+            "shardmodel boundaries, or a Python list of strings"
+        ) from None
+    for node in tree.body:
+        named = isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "boundaries" for t in node.targets
+        )
+        if named or isinstance(node, ast.Expr):
+            try:
+                found = ast.literal_eval(node.value)  # type: ignore[attr-defined]
+            except ValueError:
+                continue
+            if isinstance(found, list) and all(isinstance(b, str) for b in found):
+                return found
+    raise UsageError(
+        f"--boundaries {path}: no list of strings found; give the output of shardmodel "
+        "boundaries (boundaries = [...]), or a Python list of strings"
+    )
 
 
 def _run(operator: Reshard, args: argparse.Namespace) -> int:
@@ -179,7 +233,7 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
     try:
         if args.dry_run:
             if args.to is None:
-                raise UsageError("--dry-run: give --to N")
+                raise UsageError("--dry-run: give --to N (or --boundaries FILE)")
             print(operator.plan(args.to, args.settle, args.segments))
             return 0
         if args.status:
@@ -192,7 +246,7 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
         if args.abort:
             aborted = operator.abort()
             print(
-                f"{model.__name__}: the migration to {aborted.new_count} shards was aborted "
+                f"{model.__name__}: the migration ({aborted.change}) was aborted "
                 f"in phase {aborted.phase.value}; every process uses the declared layout again"
             )
             return 0
@@ -211,7 +265,7 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
         if args.step:
             return _step(operator, args)
         if args.to is None:
-            raise UsageError("give --to N (or --status, --finish)")
+            raise UsageError("give --to N or --boundaries FILE (or --status, --finish)")
         for state in operator.steps(args.to, args.settle, args.segments, args.page_size):
             print(describe(operator, state), flush=True)
         return 0

@@ -134,6 +134,15 @@ class Placement:
                     groups.setdefault(group, []).append(physical)
         if len(layouts) > 1:  # the union's exact size, still before the first request
             check_fan_out(what, sum(len(g) for g in groups.values()), bound)
+        migration = self.migration
+        if migration is not None and any(
+            migration.old.strategies[i] != migration.new.strategies[i] for i in splits
+        ):
+            # ranges that change (OrderedShards boundaries): until --finish a range's key
+            # may hold a row of the other layout's ranges (a tombstone, a copy), so one
+            # group, merged by the sort key, keeps the order and meets an item's copies
+            # together
+            return [list(dict.fromkeys(k for g in sorted(groups) for k in groups[g]))]
         ordered = [groups[g] for g in sorted(groups)]
         return ordered if forward else ordered[::-1]
 

@@ -40,6 +40,7 @@ from attrs import evolve, frozen
 
 from shardmodel.errors import ShardConfigurationError, UnknownShardError
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
+from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.strategies import HashShards, KeyValues, RandomShards, Segment
 
 __all__ = [
@@ -91,7 +92,8 @@ class MigrationState:
 
     Attributes:
         table: the main table.
-        old_count: the shard count the model declares (and the table holds) at the start.
+        old_count: the shard count the model declares (and the table holds) at the start
+            (an OrderedShards key: its number of ranges).
         new_count: the shard count it moves to.
         phase: the current phase.
         changed_at: epoch seconds of the last phase change.
@@ -109,6 +111,16 @@ class MigrationState:
     settle_seconds: float
     segments: int = 1
     version: int = 0
+    #: an OrderedShards change: the ranges' boundaries before and after (the counts are
+    #: their numbers of ranges); None for a count change
+    old_boundaries: tuple[str, ...] | None = None
+    new_boundaries: tuple[str, ...] | None = None
+
+    @property
+    def change(self) -> str:
+        """The change in words: ``16 -> 32 shards``, or ``21 -> 24 ordered ranges``."""
+        what = "shards" if self.new_boundaries is None else "ordered ranges"
+        return f"{self.old_count} -> {self.new_count} {what}"
 
     def at(self, phase: Phase) -> bool:
         """True when the migration has reached ``phase`` (or a later one)."""
@@ -206,29 +218,50 @@ def authority(old: Sequence[_Raw], new: _Raw | None) -> _Raw | None:
 
 
 def numbered_position(model_name: str, layout: KeyLayout) -> int:
-    """The position of the one fixed numbered strategy (HashShards or RandomShards)."""
-    found = [i for i, s in enumerate(layout.strategies) if isinstance(s, HashShards | RandomShards)]
+    """The position of the one strategy a layout change changes: a HashShards or
+    RandomShards count, or OrderedShards boundaries."""
+    found = [
+        i
+        for i, s in enumerate(layout.strategies)
+        if isinstance(s, HashShards | RandomShards | OrderedShards)
+    ]
     if len(found) != 1:
         raise ShardConfigurationError(
-            f"{model_name}: a shard count change needs exactly one HashShards or RandomShards "
-            f"in the partition key's strategies, found {len(found)}; DynamicShards keys "
-            "change their counts by themselves"
+            f"{model_name}: a layout change needs exactly one HashShards, RandomShards or "
+            f"OrderedShards in the partition key's strategies, found {len(found)}; "
+            "DynamicShards keys change their counts by themselves"
         )
     return found[0]
 
 
-def resized_layout(model_name: str, layout: KeyLayout, count: int) -> KeyLayout:
-    """``layout`` with its numbered strategy's count set to ``count``."""
+def resized_layout(
+    model_name: str, layout: KeyLayout, count: int, boundaries: Sequence[str] | None = None
+) -> KeyLayout:
+    """``layout`` with its numbered strategy's count set to ``count`` (an OrderedShards
+    strategy: its boundaries set to ``boundaries``)."""
     position = numbered_position(model_name, layout)
     strategies = list(layout.strategies)
-    strategies[position] = evolve(strategies[position], n=count)  # type: ignore[misc]
+    strategy = strategies[position]
+    if isinstance(strategy, OrderedShards):
+        assert boundaries is not None and len(boundaries) == count
+        strategies[position] = evolve(strategy, boundaries=tuple(boundaries))
+    else:
+        strategies[position] = evolve(strategy, n=count)  # type: ignore[misc]
     return evolve(layout, strategies=tuple(strategies))
 
 
 def shard_count(model_name: str, layout: KeyLayout) -> int:
-    """The count of the layout's numbered strategy."""
+    """The count of the layout's numbered strategy (OrderedShards: its ranges)."""
     strategy = layout.strategies[numbered_position(model_name, layout)]
+    if isinstance(strategy, OrderedShards):
+        return strategy.shard_count
     return int(strategy.n)  # type: ignore[attr-defined]
+
+
+def declared_boundaries(model_name: str, layout: KeyLayout) -> tuple[str, ...] | None:
+    """The boundaries of the layout's OrderedShards strategy (None: it has none)."""
+    strategy = layout.strategies[numbered_position(model_name, layout)]
+    return strategy.boundaries if isinstance(strategy, OrderedShards) else None
 
 
 def key_in(layout: KeyLayout, key: KeyValues, physical: str, retire: bool = False) -> str:
@@ -337,7 +370,7 @@ class ActiveMigration:
         """True when a RandomShards count shrinks: a new key has several old ones."""
         position = numbered_position("", self.old)
         old, new = self.old.strategies[position], self.new.strategies[position]
-        return isinstance(old, RandomShards) and new.n < old.n  # type: ignore[attr-defined]
+        return isinstance(old, RandomShards) and isinstance(new, RandomShards) and new.n < old.n
 
     def is_old_key(self, key: KeyValues, physical: str) -> bool:
         """True when ``physical`` is an old key of the item that is not its new key."""

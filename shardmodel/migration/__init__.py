@@ -15,7 +15,8 @@ from shardmodel.keyspace.phases import (
     PhaseRules,
 )
 from shardmodel.migration.backfill import Progress, ScanJob
-from shardmodel.migration.reshard import Estimate, Reshard
+from shardmodel.migration.estimate import Estimate
+from shardmodel.migration.reshard import Reshard
 from shardmodel.migration.rules import ReshardWatch, follow, unfollow
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 

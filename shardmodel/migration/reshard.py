@@ -3,80 +3,38 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
-from attrs import evolve, frozen
+from attrs import evolve
 from pynamodb.exceptions import TableDoesNotExist
 from pynamodb.models import Model
 
 from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
+from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.phases import (
     PHASES,
     RULES,
     MigrationState,
     Phase,
+    declared_boundaries,
     numbered_position,
     shard_count,
 )
 from shardmodel.keyspace.strategies import MAX_SHARDS, RandomShards
 from shardmodel.migration.backfill import Progress, ScanJob
+from shardmodel.migration.estimate import Estimate, moving_fraction, sampled_size
 from shardmodel.migration.rules import ReshardWatch, check_reshardable
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 
 __all__ = ["Estimate", "Reshard"]
 
+#: What a change moves to: a shard count, or an OrderedShards key's new boundaries.
+Target = int | Sequence[str] | OrderedShards
+
 #: Phases that end with a scan job; the next phase (or --finish) waits for every segment.
 JOBS = {phase: rules.job for phase, rules in RULES.items() if rules.job is not None}
-
-
-@frozen
-class Estimate:
-    """What a migration will cost, from DescribeTable's (roughly 6-hourly) counts, or
-    from a sampled scan when those say the table is empty.
-
-    Attributes:
-        items: the table's item count.
-        avg_item_bytes: its mean item size.
-        moving: the items whose key changes (copied by the backfill, deleted by cleanup).
-        requests: the migration's own requests (scans, copies, checks, deletes).
-        read_units: read capacity units they consume.
-        write_units: write capacity units they consume.
-        source: where the item count and size came from.
-    """
-
-    items: int
-    avg_item_bytes: float
-    moving: int
-    requests: int
-    read_units: float
-    write_units: float
-    source: str = "DescribeTable"
-
-
-def moving_fraction(strategy: object, old: int, new: int) -> float:
-    """The share of items whose shard number changes from ``old`` to ``new`` shards."""
-    if isinstance(strategy, RandomShards):
-        return 0.0 if new >= old else 1 - new / old
-    period = math.lcm(old, new)
-    return sum(1 for h in range(period) if h % old != h % new) / period
-
-
-#: A sampled estimate's pages (of up to 1,000 items) per scan, and the segments of the
-#: table the second scan samples one of.
-SAMPLE_PAGES = 5
-SAMPLE_SEGMENTS = 16
-
-
-def item_bytes(raw: Mapping[str, Any]) -> int:
-    """An item's size roughly as DynamoDB counts it: names plus values as text."""
-    total = 0
-    for name, typed in raw.items():
-        value = next(iter(typed.values()))
-        total += len(name.encode()) + len(str(value).encode())
-    return total
 
 
 #: DynamoDB's largest TotalSegments.
@@ -151,11 +109,45 @@ class Reshard:
             )
         return state
 
-    def start(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> MigrationState:
-        """Begin a change to ``to`` shards: phase prepare."""
+    def target(self, to: Target) -> tuple[int, tuple[str, ...] | None]:
+        """The count and (an OrderedShards key) the boundaries ``to`` asks for, checked.
+
+        ``to``: a shard count; for an OrderedShards key, the new boundaries (a sequence
+        of strings, or an ``OrderedShards`` such as ``OrderedShards.from_sample(...)``).
+        """
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
-        old = shard_count(name, layout)
+        strategy = layout.strategies[numbered_position(name, layout)]
+        if not isinstance(strategy, OrderedShards):
+            if isinstance(to, OrderedShards) or not isinstance(to, int | float | str):
+                raise ShardConfigurationError(
+                    f"reshard {name} to {to!r}: its key changes by a shard count; give an int"
+                )
+            return to, None  # type: ignore[return-value]  # start() checks the count
+        if isinstance(to, OrderedShards):
+            if to.overflow:
+                raise ShardConfigurationError(
+                    f"reshard {name}: the new OrderedShards has overflow sub-shards, which do "
+                    "not change online; give boundaries without overflow"
+                )
+            to = to.boundaries
+        if isinstance(to, str | bytes) or not isinstance(to, Sequence):
+            raise ShardConfigurationError(
+                f"reshard {name} to {to!r}: its key is OrderedShards; give the new boundaries "
+                "(a list of strings, or OrderedShards.from_sample(...))"
+            )
+        new = evolve(strategy, boundaries=to)  # checks them as a declaration would
+        if new.boundaries == strategy.boundaries:
+            raise ShardConfigurationError(
+                f"{name} already declares these {len(new.boundaries)} boundaries; nothing to do"
+            )
+        return new.shard_count, new.boundaries
+
+    def _check_count(self, to: int, old: int) -> None:
+        """A new shard count: a whole number in range, not the current one, and not a
+        shrink a random layout cannot do online."""
+        name = self.model.__name__
+        layout = sharding_of(self.model).key().layout
         if isinstance(to, bool) or not isinstance(to, int) or not 1 <= to <= MAX_SHARDS:
             raise ShardConfigurationError(
                 f"reshard --to {to!r}: give a shard count between 1 and {MAX_SHARDS}"
@@ -178,6 +170,16 @@ class Reshard:
                     "alone, and an item moved from shard s and one born on s mod "
                     f"{to} look alike there; keep the count, or grow instead"
                 )
+
+    def start(self, to: Target, settle_seconds: float = 30.0, segments: int = 1) -> MigrationState:
+        """Begin a change to ``to`` shards (an OrderedShards key: to the boundaries ``to``):
+        phase prepare."""
+        name = self.model.__name__
+        layout = sharding_of(self.model).key().layout
+        old = shard_count(name, layout)
+        to, boundaries = self.target(to)
+        if boundaries is None:
+            self._check_count(to, old)
         check_settle(settle_seconds)
         check_segments(segments)
         self.check_table()  # before the state table exists: a typo leaves nothing behind
@@ -194,6 +196,8 @@ class Reshard:
             changed_at=self.clock.now(),
             settle_seconds=settle_seconds,
             segments=segments,
+            old_boundaries=declared_boundaries(name, layout) if boundaries else None,
+            new_boundaries=boundaries,
         )
         return self.store.write(state)
 
@@ -312,7 +316,19 @@ class Reshard:
                 "in the table; run it first (reshard --step)"
             )
         name = self.model.__name__
-        declared = shard_count(name, sharding_of(self.model).key().layout)
+        layout = sharding_of(self.model).key().layout
+        if state.new_boundaries is not None:
+            if declared_boundaries(name, layout) != state.new_boundaries:
+                raise MigrationConflictError(
+                    f"{name} still declares its old OrderedShards boundaries: once the state is "
+                    "removed, that code would read and write the old ranges' keys, where no "
+                    f"item is; deploy the code that declares the {state.new_count} new "
+                    f"boundaries (from {state.new_boundaries[1]!r} to "
+                    f"{state.new_boundaries[-1]!r}), then run --finish from it"
+                )
+            self.store.remove()
+            return
+        declared = shard_count(name, layout)
         if declared != state.new_count:
             raise MigrationConflictError(
                 f"{name} still declares {declared} shards: once the state is removed, code "
@@ -343,11 +359,18 @@ class Reshard:
         return state
 
     def steps(
-        self, to: int, settle_seconds: float = 30.0, segments: int = 1, page_size: int = 100
+        self, to: Target, settle_seconds: float = 30.0, segments: int = 1, page_size: int = 100
     ) -> Iterator[MigrationState]:
         """Every step to ``to`` shards, waiting out each settle time; yields each state."""
         state = self.status() or self.start(to, settle_seconds, segments)
-        if state.new_count != to:
+        if state.new_boundaries is not None:
+            asked = tuple(to.boundaries if isinstance(to, OrderedShards) else to)  # type: ignore[arg-type]
+            if asked != state.new_boundaries:
+                raise MigrationConflictError(
+                    f"a migration to other boundaries is in progress ({state.change}); "
+                    "give the boundaries it started with"
+                )
+        elif state.new_count != to:
             raise MigrationConflictError(
                 f"a migration to {state.new_count} shards is in progress, not to {to}"
             )
@@ -366,22 +389,21 @@ class Reshard:
 
     # -- the plan -----------------------------------------------------------------------
 
-    def estimate(self, to: int | None = None) -> Estimate:
+    def estimate(self, to: Target | None = None) -> Estimate:
         """The cost of the migration to ``to`` shards (default: the one in progress)."""
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
         old = shard_count(name, layout)
-        if to is None:
-            to = self._required().new_count
+        count = self._required().new_count if to is None else self.target(to)[0]
         table = self.model._get_connection().describe_table()
         items = int(table.get("ItemCount", 0))
         size = int(table.get("TableSizeBytes", 0))
         source = "DescribeTable (refreshed about every six hours)"
         if items == 0:  # new, or not yet counted: look
-            items, size, source = self._sampled()
+            items, size, source = sampled_size(self.model)
         avg = size / items if items else 0.0
         numbered = layout.strategies[numbered_position(name, layout)]
-        moving = round(items * moving_fraction(numbered, old, to))
+        moving = round(items * moving_fraction(numbered, old, count))
         pages = math.ceil(items / 100) if items else 1
         read_unit = max(1, math.ceil(avg / 4096)) if items else 1
         write_unit = max(1, math.ceil(avg / 1024)) if items else 1
@@ -397,45 +419,15 @@ class Reshard:
             source=source,
         )
 
-    def _sampled(self) -> tuple[int, int, str]:
-        """Items and bytes from scanning: the whole table if it is small, else one of
-        :data:`SAMPLE_SEGMENTS` parallel-scan segments, scaled up."""
-        client = self.model._get_connection().connection.client
-        table = self.model.Meta.table_name
-        for segments in (1, SAMPLE_SEGMENTS):
-            items = size = 0
-            start: dict[str, Any] | None = None
-            for _ in range(SAMPLE_PAGES):
-                request: dict[str, Any] = {"TableName": table, "Limit": 1000}
-                if segments > 1:
-                    request.update(Segment=0, TotalSegments=segments)
-                if start is not None:
-                    request["ExclusiveStartKey"] = start
-                page = client.scan(**request)
-                items += len(page.get("Items", []))
-                size += sum(item_bytes(raw) for raw in page.get("Items", []))
-                start = page.get("LastEvaluatedKey")
-                if start is None:
-                    if segments == 1:
-                        return items, size, "a scan of the whole table (DescribeTable said 0)"
-                    return (
-                        items * segments,
-                        size * segments,
-                        f"a sampled scan of 1/{segments} of the table (DescribeTable said 0)",
-                    )
-        return (
-            items * SAMPLE_SEGMENTS,
-            size * SAMPLE_SEGMENTS,
-            f"at least: a sampled scan of part of 1/{SAMPLE_SEGMENTS} of the table",
-        )
-
-    def plan(self, to: int, settle_seconds: float = 30.0, segments: int = 1) -> str:
+    def plan(self, to: Target, settle_seconds: float = 30.0, segments: int = 1) -> str:
         """The dry-run text: the phases to ``to`` shards and what they will cost."""
         name = self.model.__name__
         old = shard_count(name, sharding_of(self.model).key().layout)
         cost = self.estimate(to)
+        to, boundaries = self.target(to)
+        what = "shards" if boundaries is None else "ordered ranges"
         lines = [
-            f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} shards, "
+            f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} {what}, "
             f"{segments} scan segment(s), {settle_seconds:g}s settle between phases",
             "",
             "  1. prepare     processes start following; writes go to old keys",
@@ -445,7 +437,7 @@ class Reshard:
             "  5. new_only    no process writes old keys any more",
             "  6. cleanup     move what is left, confirm the moves' copies",
             "  7. drain       reads use the new keys only",
-            f"  8. done        sweep the {cost.moving:,} tombstones; declare {to} shards in the "
+            f"  8. done        sweep the {cost.moving:,} tombstones; declare {to} {what} in the "
             "code, then reshard --finish",
             "",
             f"estimate: ~{cost.requests:,} requests, {cost.read_units:,.0f} RCU, "

@@ -22,10 +22,10 @@ from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.keys import KeyLayout
-from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.phases import (
     ActiveMigration,
     MigrationState,
+    declared_boundaries,
     numbered_position,
     resized_layout,
     shard_count,
@@ -91,6 +91,8 @@ class ReshardWatch:
         key = sharding_of(self.model).spec.table_key()
         assert key is not None  # follow() checked the model
         declared: KeyLayout = key.layout
+        if state.new_boundaries is not None:
+            return self._ordered(state, declared)
         count = shard_count(name, declared)
         # code declaring either count follows the state: the state, not the code, says
         # which layout a phase writes, until --finish removes it
@@ -102,6 +104,20 @@ class ReshardWatch:
             )
         old = resized_layout(name, declared, state.old_count)
         return ActiveMigration(state, old, resized_layout(name, declared, state.new_count))
+
+    def _ordered(self, state: MigrationState, declared: KeyLayout) -> ActiveMigration:
+        """An OrderedShards boundaries change: the code declares the old or the new ones."""
+        name = self.model.__name__
+        assert state.old_boundaries is not None and state.new_boundaries is not None
+        if declared_boundaries(name, declared) not in (state.old_boundaries, state.new_boundaries):
+            raise ShardConfigurationError(
+                f"{name} declares OrderedShards boundaries that are neither the old nor the new "
+                f"ones of the migration of table {state.table!r} ({state.change}, phase "
+                f"{state.phase.value}); declare the old or the new boundaries"
+            )
+        old = resized_layout(name, declared, state.old_count, state.old_boundaries)
+        new = resized_layout(name, declared, state.new_count, state.new_boundaries)
+        return ActiveMigration(state, old, new)
 
 
 def check_reshardable(model: type[Model]) -> None:
@@ -128,14 +144,8 @@ def check_reshardable(model: type[Model]) -> None:
             else ""
         )
         raise ShardConfigurationError(f"{name}: no sharded partition key to reshard{hint}")
-    ordered = [s for s in attr.layout.strategies if isinstance(s, OrderedShards)]
-    if ordered:
-        raise ShardConfigurationError(
-            f"{name}: OrderedShards boundaries are not changed online yet: a query of a sort "
-            "key range reads the shards the boundaries name, and during a change an item "
-            "may sit under either layout's range; copy to a model with the new boundaries "
-            "on a new table"
-        )
+    # OrderedShards on a table key has no overflow (refused at class definition), so
+    # every range's keys can be worked out from the item
     numbered = attr.layout.strategies[numbered_position(name, attr.layout)]
     if spec.counters and not isinstance(numbered, RandomShards):
         raise ShardConfigurationError(

@@ -163,9 +163,9 @@ def test_a_layout_without_exactly_one_numbered_strategy_is_refused(
     with pytest.raises(ShardConfigurationError) as caught:
         numbered_position("Day", KeyLayout(strategies))
     assert str(caught.value) == (
-        "Day: a shard count change needs exactly one HashShards or RandomShards in the "
-        f"partition key's strategies, found {found}; DynamicShards keys change their counts "
-        "by themselves"
+        "Day: a layout change needs exactly one HashShards, RandomShards or OrderedShards in "
+        f"the partition key's strategies, found {found}; DynamicShards keys change their "
+        "counts by themselves"
     )
 
 
@@ -464,11 +464,11 @@ def test_the_state_is_cached_for_five_seconds_by_default() -> None:
 def test_a_watched_model_without_a_numbered_strategy_is_named() -> None:
     """A model whose layout has no count to change is refused by its name."""
     watch = ReshardWatch(GrowsByItself, Store(None))  # type: ignore[arg-type]
-    with pytest.raises(ShardConfigurationError, match=r"^GrowsByItself: a shard count change"):
+    with pytest.raises(ShardConfigurationError, match=r"^GrowsByItself: a layout change"):
         watch.active(state(Phase.BACKFILL))
     layout = KeyLayout(TimeBuckets("at"))
     for call in (lambda: shard_count("Day", layout), lambda: resized_layout("Day", layout, 2)):
-        with pytest.raises(ShardConfigurationError, match=r"^Day: a shard count change"):
+        with pytest.raises(ShardConfigurationError, match=r"^Day: a layout change"):
             call()
 
 
@@ -621,7 +621,7 @@ def test_a_model_without_a_sharded_partition_key_is_refused() -> None:
         "TeamsAndRegions: no sharded partition key to reshard; an index's sharded key "
         "(region, team) keeps its count"
     )
-    assert refusal(GrowsByItself).startswith("GrowsByItself: a shard count change needs")
+    assert refusal(GrowsByItself).startswith("GrowsByItself: a layout change needs")
 
 
 def test_a_counter_model_is_resharded_only_on_random_shards() -> None:
