@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from shardmodel import OrderedShards
 from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, create_tables, drop_tables, dynalite_server
 from tests.integration.conftest import CREDENTIALS, DYNALITE
 from tests.migration_models import (
     MIGRATION_MODELS,
+    OrderedReading,
     Reading,
     Tagged,
     Views,
@@ -32,6 +34,21 @@ from tests.migration_models import (
 )
 
 KEYS = ("a", "b", "c")
+
+
+def drifted_boundaries() -> tuple[str, ...]:
+    """OrderedReading's ranges redrawn from a sample that drifted: the stable items are
+    few, the writers' many (each writer numbers from 1,000,000 times its number + 1)."""
+    numbers = [*range(40), *range(1_000_001, 1_000_080), *range(2_000_001, 2_000_080)]
+    sample = [f"{n:012d}" for n in numbers]
+    return OrderedShards.from_sample(sample, shards=4, on="seq").boundaries
+
+
+def _number(raw: dict[str, Any]) -> int:
+    """A raw item's sort key as a number (stored as one, or as OrderedReading's digits)."""
+    return int(raw["seq"].get("N") or raw["seq"]["S"])
+
+
 STABLE = range(40)
 #: Each writer numbers its items in its own range: the ledger tells items apart by key
 #: and number, so two writers must never write the same number.
@@ -45,6 +62,9 @@ SETTLE = 1.0
 #: a small page makes its migration minutes longer; 25 still gives each segment's backfill
 #: a dozen pages to be killed after.
 JOB_PAGE = 25
+#: A writer's pause between rounds: the table grows by two items a round, and readers
+#: list whole keys, so unpaced writers outran a slow migration (24,000 items in 14 min).
+WRITE_PAUSE = 0.1
 #: The most a run may take on a loaded machine before the test gives up.
 DEADLINE = 900.0
 
@@ -198,6 +218,7 @@ def writer(
                 stable = model.get(rng.choice(KEYS), rng.choice(STABLE))
                 stable.update(actions=[model.value.set("stable")])
             inflight.finished()
+            time.sleep(WRITE_PAUSE)
     except Exception as error:  # reported by the test
         errors.append(f"writer {number}: {error!r}")
 
@@ -338,7 +359,7 @@ def diagnose(
 
     lines = []
     for seq in seqs[:3]:
-        copies = [(i["sensor"]["S"], sorted(i)) for i in raw if int(i["seq"]["N"]) == seq]
+        copies = [(i["sensor"]["S"], sorted(i)) for i in raw if _number(i) == seq]
         saved = [v for (k, q), v in ledger.saved.items() if q == seq]
         gone = [v for (k, q), v in ledger.deleted.items() if q == seq]
         lines.append(
@@ -349,16 +370,20 @@ def diagnose(
 
 
 @pytest.mark.parametrize(
-    ("model", "to"), [(Reading, 32), (WideReading, 16)], ids=["grow", "shrink"]
+    ("model", "to"),
+    [(Reading, 32), (WideReading, 16), (OrderedReading, drifted_boundaries())],
+    ids=["grow", "shrink", "ordered"],
 )
 def test_a_migration_under_load_loses_and_duplicates_nothing(
-    server: str, model: Any, to: int
+    server: str, model: Any, to: Any
 ) -> None:
     """Every phase crossed under writes, deletes, updates, reads and paging cursors.
 
     Nothing is lost, returned twice or returned after its delete ended, and at the end
     each item is at its new key only.
     """
+    if server == "moto" and model is OrderedReading:
+        pytest.skip("about 3 minutes on moto: OrderedShards boundaries change on dynalite")
     if server == "moto" and model is Reading:
         # A run takes about three minutes on the moto server. The shrink runs there; the
         # grow, the same protocol in the other direction, runs on dynalite.
@@ -408,17 +433,22 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     assert phases == list(Phase)
     assert len(pages) > 10
     unfollow(model)  # the code now declares the new count: read with the new layout only
-    with pytest.raises(MigrationConflictError, match=f"deploy the code that declares {to}"):
+    count, declares = (to, f"{to}") if isinstance(to, int) else (len(to), f"the {len(to)} new")
+    with pytest.raises(MigrationConflictError, match=f"deploy the code that declares {declares}"):
         Reshard(model).finish()
     Reshard(redeployed(model, to)).finish()
     client = model._get_connection().connection.client
     raw = client.scan(TableName=model.Meta.table_name, ConsistentRead=True)["Items"]
     for item in raw:
-        assert int(item["sensor"]["S"].rsplit("#", 1)[1]) < to, item
+        assert int(item["sensor"]["S"].rsplit("#", 1)[1]) < count, item
+        if not isinstance(to, int):  # on the range its number falls in
+            assert OrderedShards(to, on="seq").shard_of(item["seq"]["S"]) == int(
+                item["sensor"]["S"].rsplit("#", 1)[1]
+            ), item
     expected = {(key, seq) for key in KEYS for seq in STABLE} | {
         k for k in ledger.saved if k not in ledger.deleted
     }
-    assert {(i["sensor"]["S"].rsplit("#", 1)[0], int(i["seq"]["N"])) for i in raw} == expected
+    assert {(i["sensor"]["S"].rsplit("#", 1)[0], _number(i)) for i in raw} == expected
     assert len(raw) == len(expected)  # no copy left behind
 
 
