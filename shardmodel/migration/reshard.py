@@ -124,19 +124,18 @@ class Reshard:
                     f"reshard {name} to {to!r}: its key changes by a shard count; give an int"
                 )
             return to, None  # type: ignore[return-value]  # start() checks the count
-        if isinstance(to, OrderedShards):
-            if to.overflow:
-                raise ShardConfigurationError(
-                    f"reshard {name}: the new OrderedShards has overflow sub-shards, which do "
-                    "not change online; give boundaries without overflow"
-                )
-            to = to.boundaries
-        if isinstance(to, str | bytes) or not isinstance(to, Sequence):
+        if isinstance(to, OrderedShards) and to.overflow:
+            raise ShardConfigurationError(
+                f"reshard {name}: the new OrderedShards has overflow sub-shards, which do "
+                "not change online; give boundaries without overflow"
+            )
+        if isinstance(to, str | bytes) or not isinstance(to, Sequence | OrderedShards):
             raise ShardConfigurationError(
                 f"reshard {name} to {to!r}: its key is OrderedShards; give the new boundaries "
                 "(a list of strings, or OrderedShards.from_sample(...))"
             )
-        new = evolve(strategy, boundaries=to)  # checks them as a declaration would
+        # checks them as a declaration would
+        new = evolve(strategy, boundaries=_boundaries_of(to))
         if new.boundaries == strategy.boundaries:
             raise ShardConfigurationError(
                 f"{name} already declares these {len(new.boundaries)} boundaries; nothing to do"
@@ -364,8 +363,7 @@ class Reshard:
         """Every step to ``to`` shards, waiting out each settle time; yields each state."""
         state = self.status() or self.start(to, settle_seconds, segments)
         if state.new_boundaries is not None:
-            asked = tuple(to.boundaries if isinstance(to, OrderedShards) else to)  # type: ignore[arg-type]
-            if asked != state.new_boundaries:
+            if _boundaries_of(to) != state.new_boundaries:
                 raise MigrationConflictError(
                     f"a migration to other boundaries is in progress ({state.change}); "
                     "give the boundaries it started with"
@@ -391,10 +389,12 @@ class Reshard:
 
     def estimate(self, to: Target | None = None) -> Estimate:
         """The cost of the migration to ``to`` shards (default: the one in progress)."""
+        return self._estimate(self._required().new_count if to is None else self.target(to)[0])
+
+    def _estimate(self, count: int) -> Estimate:
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
         old = shard_count(name, layout)
-        count = self._required().new_count if to is None else self.target(to)[0]
         table = self.model._get_connection().describe_table()
         items = int(table.get("ItemCount", 0))
         size = int(table.get("TableSizeBytes", 0))
@@ -423,8 +423,8 @@ class Reshard:
         """The dry-run text: the phases to ``to`` shards and what they will cost."""
         name = self.model.__name__
         old = shard_count(name, sharding_of(self.model).key().layout)
-        cost = self.estimate(to)
         to, boundaries = self.target(to)
+        cost = self._estimate(to)
         what = "shards" if boundaries is None else "ordered ranges"
         lines = [
             f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} {what}, "
@@ -448,3 +448,8 @@ class Reshard:
             f"shortest duration: {7 * settle_seconds:g}s of settling plus the three scans",
         ]
         return "\n".join(lines)
+
+
+def _boundaries_of(to: Target) -> tuple[str, ...]:
+    """The boundaries an OrderedShards target names (its own, or the sequence given)."""
+    return tuple(to.boundaries if isinstance(to, OrderedShards) else to)  # type: ignore[arg-type]
