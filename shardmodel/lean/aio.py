@@ -115,6 +115,7 @@ class AsyncLeanClient(LeanClient):
         def method(**params: Any) -> dict[str, Any]:
             return self._make_api_call(operation, params)
 
+        self.__dict__[name] = method  # made once per operation
         return method
 
     def _credentials(self) -> Any:
