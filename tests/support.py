@@ -1,7 +1,9 @@
-"""Helpers for tests: read what a table really holds, bypassing the mapper; empty tables."""
+"""Helpers for tests: read what a table really holds, bypassing the mapper; empty tables;
+the command line's error line."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -37,6 +39,24 @@ def sent_requests(model: type[Model]) -> Iterator[list[str]]:
         yield sent
     finally:
         events.unregister("before-send.dynamodb", record)
+
+
+#: A progress line: a step that ran past its second (any step, on a loaded machine).
+_PROGRESS = re.compile(r" \.\.\. (done in|failed after) [0-9.]+ s$")
+
+
+def error_line(err: str, *phrases: str) -> str:
+    """The one error line of a command's stderr, holding every phrase; no traceback.
+
+    Progress lines are dropped: whether a step's line appears depends on the machine's
+    load, not on the command.
+    """
+    assert err.endswith("\n") and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if not _PROGRESS.search(line)]
+    assert len(lines) == 1, err
+    for phrase in phrases:
+        assert phrase in lines[0], err
+    return lines[0]
 
 
 def raw_items(model: type[Model]) -> list[dict[str, Any]]:

@@ -17,22 +17,14 @@ from shardmodel.cli import main
 from shardmodel.core.terminal import progress, table
 from shardmodel.demo import HOT_KEY, run_demo
 from shardmodel.testing import free_port
+from tests.support import error_line
 
 Capture = pytest.CaptureFixture[str]
 
 
 def _one_line_error(capsys: Capture, *phrases: str) -> str:
-    """The captured stderr's error: one line, with every phrase, and no traceback.
-
-    A progress line (a slow step on a loaded machine) may come before it.
-    """
-    err = capsys.readouterr().err
-    assert err.endswith("\n") and "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if " ... " not in line]
-    assert len(lines) == 1, err
-    for phrase in phrases:
-        assert phrase in lines[0], err
-    return lines[0]
+    """The captured stderr's one error line, with every phrase, and no traceback."""
+    return error_line(capsys.readouterr().err, *phrases)
 
 
 # -- the program -------------------------------------------------------------------------
@@ -114,7 +106,7 @@ def test_the_console_script_imports_models_from_the_current_directory(tmp_path: 
     )
     assert done.returncode == 2
     assert "has no DynamicShards partition key" in done.stderr  # imported, then refused
-    assert done.stderr.count("\n") == 1
+    error_line(done.stderr)
 
 
 def test_debug_shows_the_traceback(capsys: Capture) -> None:
@@ -470,7 +462,7 @@ def test_hot_without_a_stream_says_how_to_get_one_and_fails(capsys: Capture) -> 
     assert main(["hot", "tests.models:RandomEvent"]) == 1
     captured = capsys.readouterr()
     assert "no throttling" in captured.out
-    assert captured.err.count("\n") == 1 and "has no stream; enable one" in captured.err
+    error_line(captured.err, "has no stream; enable one")
 
 
 @pytest.mark.usefixtures("tables")
@@ -489,9 +481,8 @@ def test_hot_without_cloudwatch_says_why_in_one_line_and_fails(
     assert main(["hot", "tests.models:RandomEvent"]) == 1
     captured = capsys.readouterr()
     assert "hot keys: 0 writes read from the stream" in captured.out
-    assert captured.err.count("\n") == 1
-    assert "error: CloudWatch unavailable: ClientError: An error occurred (AccessDenied)" in (
-        captured.err
+    error_line(
+        captured.err, "error: CloudWatch unavailable: ClientError: An error occurred (AccessDenied)"
     )
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from shardmodel.cli import main
 from shardmodel.ops import prewarm, warm_units
+from tests.support import error_line
 
 Capture = pytest.CaptureFixture[str]
 
@@ -30,10 +31,7 @@ def _warm(source: dict[str, Any]) -> tuple[int, int]:
 
 
 def _one_line(capsys: Capture, *phrases: str) -> None:
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for phrase in phrases:
-        assert phrase in err, err
+    error_line(capsys.readouterr().err, *phrases)
 
 
 @pytest.mark.usefixtures("tables")
