@@ -191,9 +191,9 @@ MIGRATION_MODELS = (
 )
 
 
-def redeployed(model: Any, count: int | Sequence[str]) -> Any:
-    """``model`` as the code deployed after the change declares it: ``count`` shards, or
-    (an OrderedShards key) the boundaries ``count``."""
+def redeployed(model: Any, count: int | Sequence[str] | HashShards) -> Any:
+    """``model`` as the code deployed after the change declares it: ``count`` shards,
+    (an OrderedShards key) the boundaries ``count``, or the strategy ``count`` swaps in."""
     from attrs import evolve
 
     from shardmodel.engine import sharding_of
@@ -202,7 +202,9 @@ def redeployed(model: Any, count: int | Sequence[str]) -> Any:
     name = next(n for n, a in model.get_attributes().items() if a is attr)
     layout = attr.layout
     strategies = [
-        evolve(s, n=count)
+        count
+        if isinstance(count, HashShards) and isinstance(s, HashShards | RandomShards)
+        else evolve(s, n=count)
         if isinstance(s, HashShards | RandomShards)
         else evolve(s, boundaries=count)
         if isinstance(s, OrderedShards)
@@ -223,7 +225,13 @@ def redeployed(model: Any, count: int | Sequence[str]) -> Any:
             attr_name=attr.attr_name,
         ),
     }
-    suffix = count if isinstance(count, int) else len(count)
+    suffix: Any = (
+        count
+        if isinstance(count, int)
+        else f"Hashed{count.n}"
+        if isinstance(count, HashShards)
+        else len(count)
+    )
     return type(f"{model.__name__}At{suffix}", (model,), namespace)
 
 
@@ -233,3 +241,7 @@ ReadingAt32 = redeployed(Reading, 32)
 #: as the code deployed after that change declares it.
 DRIFTED = ("", "r", "t", "v", "x")
 TitleDrifted = redeployed(Title, DRIFTED)
+#: Click's RandomShards(16) swapped for 8 shards hashed on the sort key, and Click as the
+#: code deployed after that swap declares it.
+CLICK_HASH = HashShards(8, on="seq")
+ClickHashed = redeployed(Click, CLICK_HASH)

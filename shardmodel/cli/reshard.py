@@ -15,7 +15,7 @@ from pathlib import Path
 from shardmodel.cli.arguments import endpoint, load_model, number, whole
 from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_command, command
 from shardmodel.errors import ShardModelError
-from shardmodel.keyspace.strategies import MAX_SHARDS
+from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards
 from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import JOBS, Reshard
 from shardmodel.migration.state import MigrationState, Phase
@@ -32,8 +32,8 @@ def add_reshard_parser(commands: Subparsers) -> None:
     reshard = add_command(
         commands,
         "reshard",
-        "change a HashShards/RandomShards count or OrderedShards boundaries online (fenced "
-        "moves, backfill, sweep)",
+        "change a HashShards/RandomShards count, OrderedShards boundaries, or swap the strategy "
+        "for HashShards online (fenced moves, backfill, sweep)",
         run_reshard,
     )
     reshard.add_argument("model", help="the model class as module:Class, e.g. app.models:Orders")
@@ -47,6 +47,17 @@ def add_reshard_parser(commands: Subparsers) -> None:
         metavar="FILE",
         help="an OrderedShards key's new boundaries: the output of shardmodel boundaries "
         "(or a Python list of strings) in FILE",
+    )
+    reshard.add_argument(
+        "--hash-on",
+        metavar="ATTR[,ATTR]",
+        help="swap the strategy for HashShards(--to N, on=ATTRS): the partition key or the "
+        "sort key's attribute names",
+    )
+    reshard.add_argument(
+        "--algorithm",
+        choices=["md5", "sha256"],
+        help="the swapped-in HashShards' hash (default md5); with --hash-on",
     )
     reshard.add_argument("--dry-run", action="store_true", help="print the plan and its cost")
     reshard.add_argument(
@@ -129,7 +140,9 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
     elif state.phase == Phase.DONE:
         print(describe(operator, state))
         declares = (
-            f"{state.new_count} shards"
+            state.new_strategy.describe(state.new_count)
+            if state.new_strategy is not None
+            else f"{state.new_count} shards"
             if state.new_boundaries is None
             else f"the {state.new_count} new boundaries"
         )
@@ -158,7 +171,11 @@ def run_reshard(args: argparse.Namespace) -> int:
     if args.boundaries is not None:
         if args.to is not None:
             raise UsageError("give --to N (a count) or --boundaries FILE, not both")
+        if args.hash_on is not None:
+            raise UsageError("--hash-on swaps a HashShards/RandomShards strategy, not boundaries")
         args.to = read_boundaries(args.boundaries)
+    if args.hash_on is not None or args.algorithm is not None:
+        args.to = swapped_strategy(args)
     try:
         operator = Reshard(model)
     except ShardModelError as error:
@@ -168,6 +185,19 @@ def run_reshard(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(interrupted(operator, args) + "\n")
         return 130
+
+
+def swapped_strategy(args: argparse.Namespace) -> HashShards:
+    """The HashShards that ``--to N --hash-on ATTRS [--algorithm A]`` swaps in."""
+    if args.hash_on is None:
+        raise UsageError("--algorithm: give --hash-on ATTR too (the attributes to hash)")
+    if args.to is None:
+        raise UsageError("--hash-on: give --to N too (the new HashShards' shard count)")
+    on = [name.strip() for name in args.hash_on.split(",") if name.strip()]
+    try:
+        return HashShards(args.to, on=on, algorithm=args.algorithm or "md5")
+    except ShardModelError as error:
+        raise UsageError(f"--hash-on {args.hash_on!r}: {error}") from None
 
 
 def interrupted(operator: Reshard, args: argparse.Namespace) -> str:
@@ -190,6 +220,9 @@ def interrupted(operator: Reshard, args: argparse.Namespace) -> str:
         if state.new_boundaries is None
         else f"--boundaries {args.boundaries or 'FILE'}"
     )
+    if state.new_strategy is not None:
+        to += f" --hash-on {','.join(state.new_strategy.on)}"
+        to += f" --algorithm {state.new_strategy.algorithm}"
     lines.append(
         f"resume with: {base} {to} --segments {state.segments} "
         f"--settle {state.settle_seconds:g}   (or --step, one step at a time)"

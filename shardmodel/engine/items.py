@@ -62,12 +62,20 @@ def key_values(
     attr: ShardedKeyAttribute | None = None,
     counts: ShardCount | None = None,
 ) -> KeyValues:
-    """What ``attr``'s strategies see, from python values by attribute name."""
+    """What ``attr``'s strategies see, from python values by attribute name.
+
+    The table's sort key is seen too when given: a strategy swap's new HashShards may
+    hash it while the code still declares a strategy that does not.
+    """
     attributes = model.get_attributes()
     attr = attr or sharded(model)
     canonical: dict[str, str] = {}
     known: dict[str, Any] = {}
-    for name in attr.layout.attributes:
+    names = list(attr.layout.attributes)
+    sort_name = model._range_keyname
+    if sort_name is not None and sort_name not in names and values.get(sort_name) is not None:
+        names.append(sort_name)
+    for name in names:
         source = attributes[name]
         if source is attr:
             known[name], canonical[name] = logical, logical
@@ -91,7 +99,7 @@ def instance_key_values(item: Any, attr: ShardedKeyAttribute | None = None) -> K
     model = type(item)
     attr = attr or sharded(model)
     logical = check_logical(model, getattr(item, python_name(model, attr) or ""), attr)
-    names = attr.layout.attributes
+    names = [*attr.layout.attributes, *([model._range_keyname] if model._range_keyname else [])]
     return key_values(model, logical, {n: getattr(item, n, None) for n in names}, attr)
 
 

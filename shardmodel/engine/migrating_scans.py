@@ -143,7 +143,7 @@ def _holders(
     hash_name = attr.attr_name
     range_attr = model._range_key_attribute()
     range_name = range_attr.attr_name if range_attr is not None else None
-    shrink = migration.random_shrink
+    shrink = migration.many_old_keys
     decided: list[_RawItem | None] = []
     asks: dict[int, list[str]] = {}  # row number -> keys whose rows decide it
     follow: set[int] = set()  # rows whose item is the copy at the asked (new) key

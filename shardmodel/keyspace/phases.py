@@ -56,6 +56,7 @@ __all__ = [
     "MigrationState",
     "Phase",
     "PhaseRules",
+    "StrategySpec",
     "authority",
     "is_tombstone",
     "key_in",
@@ -87,6 +88,46 @@ PHASES: tuple[Phase, ...] = tuple(Phase)
 
 
 @frozen
+class StrategySpec:
+    """A strategy swap's side, as the migration state records it (its count is the
+    state's): ``RandomShards``, or ``HashShards`` with a named algorithm.
+
+    Both sides are recorded, so code declaring either one can work out the other.
+    """
+
+    kind: str  # "random" or "hash"
+    on: tuple[str, ...] = ()
+    algorithm: str = "md5"
+    joiner: str = ""
+
+    @classmethod
+    def of(cls, strategy: object) -> StrategySpec:
+        """The record of a RandomShards or a HashShards (its algorithm named, not a function)."""
+        if isinstance(strategy, RandomShards):
+            return cls("random")
+        if isinstance(strategy, HashShards) and isinstance(strategy.algorithm, str):
+            return cls("hash", strategy.on, strategy.algorithm, strategy.joiner)
+        raise ShardConfigurationError(
+            f"{strategy!r}: a strategy swap records RandomShards or HashShards with a named "
+            "algorithm ('md5' or 'sha256'); every process rebuilds it from the state"
+        )
+
+    def build(self, n: int) -> RandomShards | HashShards:
+        """The strategy with ``n`` shards."""
+        if self.kind == "random":
+            return RandomShards(n)
+        return HashShards(n, on=self.on, algorithm=self.algorithm, joiner=self.joiner)
+
+    def describe(self, n: int) -> str:
+        """``RandomShards(4)``, ``HashShards(8, on=seq)``."""
+        if self.kind == "random":
+            return f"RandomShards({n})"
+        extra = "" if self.algorithm == "md5" else f", algorithm={self.algorithm}"
+        extra += f", joiner={self.joiner!r}" if self.joiner else ""
+        return f"HashShards({n}, on={','.join(self.on)}{extra})"
+
+
+@frozen
 class MigrationState:
     """One table's shard count change, as every process reads it.
 
@@ -115,12 +156,30 @@ class MigrationState:
     #: their numbers of ranges); None for a count change
     old_boundaries: tuple[str, ...] | None = None
     new_boundaries: tuple[str, ...] | None = None
+    #: a strategy swap (RandomShards or HashShards to a HashShards of other attributes):
+    #: both sides; None for a count or boundaries change
+    old_strategy: StrategySpec | None = None
+    new_strategy: StrategySpec | None = None
 
     @property
     def change(self) -> str:
-        """The change in words: ``16 -> 32 shards``, or ``21 -> 24 ordered ranges``."""
+        """The change in words: ``16 -> 32 shards``, ``21 -> 24 ordered ranges``, or
+        ``RandomShards(4) -> HashShards(8, on=seq)``."""
+        if self.old_strategy is not None and self.new_strategy is not None:
+            old = self.old_strategy.describe(self.old_count)
+            return f"{old} -> {self.new_strategy.describe(self.new_count)}"
         what = "shards" if self.new_boundaries is None else "ordered ranges"
         return f"{self.old_count} -> {self.new_count} {what}"
+
+    def layouts(self, model_name: str, declared: KeyLayout) -> tuple[KeyLayout, KeyLayout]:
+        """The old and the new layout, from the declared one (either of them)."""
+        old = resized_layout(
+            model_name, declared, self.old_count, self.old_boundaries, self.old_strategy
+        )
+        new = resized_layout(
+            model_name, declared, self.new_count, self.new_boundaries, self.new_strategy
+        )
+        return old, new
 
     def at(self, phase: Phase) -> bool:
         """True when the migration has reached ``phase`` (or a later one)."""
@@ -235,14 +294,20 @@ def numbered_position(model_name: str, layout: KeyLayout) -> int:
 
 
 def resized_layout(
-    model_name: str, layout: KeyLayout, count: int, boundaries: Sequence[str] | None = None
+    model_name: str,
+    layout: KeyLayout,
+    count: int,
+    boundaries: Sequence[str] | None = None,
+    spec: StrategySpec | None = None,
 ) -> KeyLayout:
     """``layout`` with its numbered strategy's count set to ``count`` (an OrderedShards
-    strategy: its boundaries set to ``boundaries``)."""
+    strategy: its boundaries set to ``boundaries``; ``spec``: that strategy instead)."""
     position = numbered_position(model_name, layout)
     strategies = list(layout.strategies)
     strategy = strategies[position]
-    if isinstance(strategy, OrderedShards):
+    if spec is not None:
+        strategies[position] = spec.build(count)
+    elif isinstance(strategy, OrderedShards):
         assert boundaries is not None and len(boundaries) == count
         strategies[position] = evolve(strategy, boundaries=tuple(boundaries))
     else:
@@ -336,19 +401,23 @@ class ActiveMigration:
         """The keys of the old layout that may hold the item at ``physical`` (any layout).
 
         One, but for a RandomShards shrink: a new shard ``t`` receives the items of
-        ``t``, ``t + N``, ``t + 2N`` ... (N the new count), and at most one holds it.
+        ``t``, ``t + N``, ``t + 2N`` ... (N the new count), and at most one holds it; and
+        for a swap from RandomShards to HashShards: any old shard may hold it.
         """
-        if not self.random_shrink:
+        if not self.many_old_keys:
             return [key_in(self.old, key, physical)]
         position = numbered_position("", self.old)
         _, texts = self.old.split(physical)
-        shard = _shard(self.old, texts[position])
-        step = self.new.strategies[position].n  # type: ignore[attr-defined]
         count = self.old.strategies[position].n  # type: ignore[attr-defined]
-        if shard >= step:
-            return [physical]
+        numbers: range = range(count)
+        if not self.new.strategies[position].deterministic:
+            shard = _shard(self.old, texts[position])
+            step = self.new.strategies[position].n  # type: ignore[attr-defined]
+            if shard >= step:
+                return [physical]
+            numbers = range(shard, count, step)
         keys: list[str] = []
-        for number in range(shard, count, step):
+        for number in numbers:
             segments: list[Segment] = list(texts)
             segments[position] = number
             keys.append(PhysicalKey(self.old.compose(key.logical_key, segments)))
@@ -366,11 +435,14 @@ class ActiveMigration:
         return [k for k in self.old_keys(key, new_key) if k != new_key]
 
     @property
-    def random_shrink(self) -> bool:
-        """True when a RandomShards count shrinks: a new key has several old ones."""
+    def many_old_keys(self) -> bool:
+        """True when a new key has several old ones: a RandomShards count shrinks, or
+        RandomShards is swapped for HashShards."""
         position = numbered_position("", self.old)
         old, new = self.old.strategies[position], self.new.strategies[position]
-        return isinstance(old, RandomShards) and isinstance(new, RandomShards) and new.n < old.n
+        if not isinstance(old, RandomShards):
+            return False
+        return isinstance(new, HashShards) or (isinstance(new, RandomShards) and new.n < old.n)
 
     def is_old_key(self, key: KeyValues, physical: str) -> bool:
         """True when ``physical`` is an old key of the item that is not its new key."""

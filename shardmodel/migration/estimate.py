@@ -40,8 +40,12 @@ class Estimate:
     source: str = "DescribeTable"
 
 
-def moving_fraction(strategy: object, old: int, new: int) -> float:
-    """The share of items whose shard number changes from ``old`` to ``new`` shards."""
+def moving_fraction(strategy: object, old: int, new: int, swap: bool = False) -> float:
+    """The share of items whose shard number changes from ``old`` to ``new`` shards
+    (``swap``: to a HashShards of other attributes, whose shard is independent of the
+    old one)."""
+    if swap:
+        return 1 - min(old, new) / (old * new)
     if isinstance(strategy, OrderedShards):
         return 1.0  # at most: which items change range depends on their values
     if isinstance(strategy, RandomShards):

@@ -18,11 +18,12 @@ from shardmodel.keyspace.phases import (
     RULES,
     MigrationState,
     Phase,
+    StrategySpec,
     declared_boundaries,
     numbered_position,
     shard_count,
 )
-from shardmodel.keyspace.strategies import MAX_SHARDS, RandomShards
+from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards, RandomShards
 from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.estimate import Estimate, moving_fraction, sampled_size
 from shardmodel.migration.rules import ReshardWatch, check_reshardable
@@ -30,8 +31,9 @@ from shardmodel.migration.state import MigrationConflictError, MigrationStore, S
 
 __all__ = ["Estimate", "Reshard"]
 
-#: What a change moves to: a shard count, or an OrderedShards key's new boundaries.
-Target = int | Sequence[str] | OrderedShards
+#: What a change moves to: a shard count, an OrderedShards key's new boundaries, or a
+#: HashShards that replaces a RandomShards or HashShards strategy.
+Target = int | Sequence[str] | OrderedShards | HashShards
 
 #: Phases that end with a scan job; the next phase (or --finish) waits for every segment.
 JOBS = {phase: rules.job for phase, rules in RULES.items() if rules.job is not None}
@@ -78,7 +80,8 @@ def check_page_size(page_size: object) -> None:
 
 
 class Reshard:
-    """Change a model's fixed shard count online, one phase at a time.
+    """Change a model's fixed shard count (or OrderedShards boundaries, or its strategy
+    for a HashShards) online, one phase at a time.
 
     Args:
         model: the model, declaring the current (old) count.
@@ -113,11 +116,15 @@ class Reshard:
         """The count and (an OrderedShards key) the boundaries ``to`` asks for, checked.
 
         ``to``: a shard count; for an OrderedShards key, the new boundaries (a sequence
-        of strings, or an ``OrderedShards`` such as ``OrderedShards.from_sample(...)``).
+        of strings, or an ``OrderedShards`` such as ``OrderedShards.from_sample(...)``);
+        a ``HashShards`` to swap the strategy (:meth:`swap_of` checks it).
         """
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
         strategy = layout.strategies[numbered_position(name, layout)]
+        if isinstance(to, HashShards):
+            self.swap_of(to)
+            return to.n, None
         if not isinstance(strategy, OrderedShards):
             if isinstance(to, OrderedShards) or not isinstance(to, int | float | str):
                 raise ShardConfigurationError(
@@ -141,6 +148,55 @@ class Reshard:
                 f"{name} already declares these {len(new.boundaries)} boundaries; nothing to do"
             )
         return new.shard_count, new.boundaries
+
+    def swap_of(self, to: Target) -> tuple[StrategySpec, StrategySpec] | None:
+        """The old and new strategy of a swap to ``to`` (None: ``to`` is no swap), checked.
+
+        A swap is offered where every item's old and new keys can be found from the item:
+        from RandomShards (any of its shards) or HashShards to a HashShards of the
+        partition key or the sort key, with a named algorithm, on a model without
+        secondary indexes or counters.
+        """
+        if not isinstance(to, HashShards):
+            return None
+        name = self.model.__name__
+        layout = sharding_of(self.model).key().layout
+        strategy = layout.strategies[numbered_position(name, layout)]
+        where = f"reshard {name} to {to!r}"
+        if not isinstance(strategy, RandomShards | HashShards):
+            raise ShardConfigurationError(
+                f"{where}: only a RandomShards or HashShards strategy is swapped for "
+                f"HashShards; {name} declares {type(strategy).__name__}, which changes by its "
+                "boundaries"
+            )
+        if not isinstance(to.algorithm, str):
+            raise ShardConfigurationError(
+                f"{where}: a swap records the new strategy in the migration state for every "
+                "process to rebuild; give a named algorithm ('md5' or 'sha256'), not a function"
+            )
+        attr = sharding_of(self.model).key()
+        keys = [attr.attr_name, *([self.model._range_keyname] if self.model._range_keyname else [])]
+        python = [n for n, a in self.model.get_attributes().items() if a.attr_name in keys]
+        outside = [a for a in to.on if a not in python]
+        if outside:
+            raise ShardConfigurationError(
+                f"{where}: HashShards(on=...) names {outside}, which are not in the table's "
+                f"key; a swap hashes what every read by key knows: {python}"
+            )
+        to.check(name, self.model.get_attributes(), attr.layout.separator)
+        old, new = StrategySpec.of(strategy), StrategySpec.of(to)
+        if new.build(to.n) == strategy:
+            raise ShardConfigurationError(f"{name} already declares {to!r}; nothing to do")
+        spec = sharding_of(self.model).spec
+        if spec.counters or getattr(self.model, "_indexes", None):
+            raise ShardConfigurationError(
+                f"{where}: a swap on a model with counters or secondary indexes is not "
+                "supported (an increment's shard and an index copy's owner are told apart by "
+                "the old shard number, which a swap does not keep); create a new table"
+            )
+        if not 1 <= to.n <= MAX_SHARDS:
+            raise ShardConfigurationError(f"{where}: give a shard count between 1 and {MAX_SHARDS}")
+        return old, new
 
     def _check_count(self, to: int, old: int) -> None:
         """A new shard count: a whole number in range, not the current one, and not a
@@ -171,13 +227,14 @@ class Reshard:
                 )
 
     def start(self, to: Target, settle_seconds: float = 30.0, segments: int = 1) -> MigrationState:
-        """Begin a change to ``to`` shards (an OrderedShards key: to the boundaries ``to``):
-        phase prepare."""
+        """Begin a change to ``to`` shards (an OrderedShards key: to the boundaries ``to``;
+        a ``HashShards``: a strategy swap, see :meth:`swap_of`): phase prepare."""
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
         old = shard_count(name, layout)
+        swap = self.swap_of(to)
         to, boundaries = self.target(to)
-        if boundaries is None:
+        if boundaries is None and swap is None:
             self._check_count(to, old)
         check_settle(settle_seconds)
         check_segments(segments)
@@ -197,6 +254,8 @@ class Reshard:
             segments=segments,
             old_boundaries=declared_boundaries(name, layout) if boundaries else None,
             new_boundaries=boundaries,
+            old_strategy=swap[0] if swap else None,
+            new_strategy=swap[1] if swap else None,
         )
         return self.store.write(state)
 
@@ -327,6 +386,18 @@ class Reshard:
                 )
             self.store.remove()
             return
+        if state.new_strategy is not None:
+            position = numbered_position(name, layout)
+            wanted = state.new_strategy.build(state.new_count)
+            if layout.strategies[position] != wanted:
+                raise MigrationConflictError(
+                    f"{name} still declares {layout.strategies[position]!r}: once the state "
+                    "is removed, that code would read and write the old keys, where no item "
+                    "is; deploy the code that declares "
+                    f"{state.new_strategy.describe(state.new_count)}, then run --finish from it"
+                )
+            self.store.remove()
+            return
         declared = shard_count(name, layout)
         if declared != state.new_count:
             raise MigrationConflictError(
@@ -362,7 +433,13 @@ class Reshard:
     ) -> Iterator[MigrationState]:
         """Every step to ``to`` shards, waiting out each settle time; yields each state."""
         state = self.status() or self.start(to, settle_seconds, segments)
-        if state.new_boundaries is not None:
+        if state.new_strategy is not None or isinstance(to, HashShards):
+            asked = (StrategySpec.of(to), to.n) if isinstance(to, HashShards) else None
+            if asked != (state.new_strategy, state.new_count):
+                raise MigrationConflictError(
+                    f"a migration ({state.change}) is in progress; give the target it started with"
+                )
+        elif state.new_boundaries is not None:
             if _boundaries_of(to) != state.new_boundaries:
                 raise MigrationConflictError(
                     f"a migration to other boundaries is in progress ({state.change}); "
@@ -389,9 +466,12 @@ class Reshard:
 
     def estimate(self, to: Target | None = None) -> Estimate:
         """The cost of the migration to ``to`` shards (default: the one in progress)."""
-        return self._estimate(self._required().new_count if to is None else self.target(to)[0])
+        if to is None:
+            state = self._required()
+            return self._estimate(state.new_count, state.new_strategy is not None)
+        return self._estimate(self.target(to)[0], isinstance(to, HashShards))
 
-    def _estimate(self, count: int) -> Estimate:
+    def _estimate(self, count: int, swap: bool = False) -> Estimate:
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
         old = shard_count(name, layout)
@@ -403,7 +483,7 @@ class Reshard:
             items, size, source = sampled_size(self.model)
         avg = size / items if items else 0.0
         numbered = layout.strategies[numbered_position(name, layout)]
-        moving = round(items * moving_fraction(numbered, old, count))
+        moving = round(items * moving_fraction(numbered, old, count, swap))
         pages = math.ceil(items / 100) if items else 1
         read_unit = max(1, math.ceil(avg / 4096)) if items else 1
         write_unit = max(1, math.ceil(avg / 1024)) if items else 1
@@ -423,11 +503,19 @@ class Reshard:
         """The dry-run text: the phases to ``to`` shards and what they will cost."""
         name = self.model.__name__
         old = shard_count(name, sharding_of(self.model).key().layout)
+        swap = self.swap_of(to)
         to, boundaries = self.target(to)
-        cost = self._estimate(to)
+        cost = self._estimate(to, swap is not None)
         what = "shards" if boundaries is None else "ordered ranges"
+        change, declare = f"{old} -> {to} {what}", f"{to} {what}"
+        fences = "its old key (one more conditional put)"
+        if swap is not None:
+            change = f"{swap[0].describe(old)} -> {swap[1].describe(to)}"
+            declare = swap[1].describe(to)
+            if swap[0].kind == "random":
+                fences = f"every old shard the item may be on ({old - 1} more conditional puts)"
         lines = [
-            f"reshard {name} (table {self.model.Meta.table_name}): {old} -> {to} {what}, "
+            f"reshard {name} (table {self.model.Meta.table_name}): {change}, "
             f"{segments} scan segment(s), {settle_seconds:g}s settle between phases",
             "",
             "  1. prepare     processes start following; writes go to old keys",
@@ -437,13 +525,13 @@ class Reshard:
             "  5. new_only    no process writes old keys any more",
             "  6. cleanup     move what is left, confirm the moves' copies",
             "  7. drain       reads use the new keys only",
-            f"  8. done        sweep the {cost.moving:,} tombstones; declare {to} {what} in the "
+            f"  8. done        sweep the {cost.moving:,} tombstones; declare {declare} in the "
             "code, then reshard --finish",
             "",
             f"estimate: ~{cost.requests:,} requests, {cost.read_units:,.0f} RCU, "
             f"{cost.write_units:,.0f} WCU (items of ~{cost.avg_item_bytes:,.0f} bytes, from "
             f"{cost.source}); "
-            "a write to a new key first fences its old key (one more conditional put), and "
+            f"a write to a new key first fences {fences}, and "
             f"reads cover {max(old, to)} shards until drain",
             f"shortest duration: {7 * settle_seconds:g}s of settling plus the three scans",
         ]

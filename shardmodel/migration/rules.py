@@ -27,7 +27,6 @@ from shardmodel.keyspace.phases import (
     MigrationState,
     declared_boundaries,
     numbered_position,
-    resized_layout,
     shard_count,
 )
 from shardmodel.keyspace.strategies import RandomShards
@@ -93,6 +92,8 @@ class ReshardWatch:
         declared: KeyLayout = key.layout
         if state.new_boundaries is not None:
             return self._ordered(state, declared)
+        if state.new_strategy is not None:
+            return self._swap(state, declared)
         count = shard_count(name, declared)
         # code declaring either count follows the state: the state, not the code, says
         # which layout a phase writes, until --finish removes it
@@ -102,8 +103,7 @@ class ReshardWatch:
                 f"moves {state.old_count} -> {state.new_count} (phase {state.phase.value}); "
                 f"declare {state.old_count} or {state.new_count}"
             )
-        old = resized_layout(name, declared, state.old_count)
-        return ActiveMigration(state, old, resized_layout(name, declared, state.new_count))
+        return ActiveMigration(state, *state.layouts(name, declared))
 
     def _ordered(self, state: MigrationState, declared: KeyLayout) -> ActiveMigration:
         """An OrderedShards boundaries change: the code declares the old or the new ones."""
@@ -115,8 +115,20 @@ class ReshardWatch:
                 f"ones of the migration of table {state.table!r} ({state.change}, phase "
                 f"{state.phase.value}); declare the old or the new boundaries"
             )
-        old = resized_layout(name, declared, state.old_count, state.old_boundaries)
-        new = resized_layout(name, declared, state.new_count, state.new_boundaries)
+        return ActiveMigration(state, *state.layouts(name, declared))
+
+    def _swap(self, state: MigrationState, declared: KeyLayout) -> ActiveMigration:
+        """A strategy swap: the code declares the old or the new strategy."""
+        name = self.model.__name__
+        old, new = state.layouts(name, declared)
+        position = numbered_position(name, declared)
+        strategy = declared.strategies[position]
+        if strategy not in (old.strategies[position], new.strategies[position]):
+            raise ShardConfigurationError(
+                f"{name} declares {strategy!r}, but the migration of "
+                f"table {state.table!r} swaps {state.change} (phase {state.phase.value}); "
+                "declare the old or the new strategy"
+            )
         return ActiveMigration(state, old, new)
 
 

@@ -22,7 +22,10 @@ from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, create_tables, drop_tables, dynalite_server
 from tests.integration.conftest import CREDENTIALS, DYNALITE
 from tests.migration_models import (
+    CLICK_HASH,
     MIGRATION_MODELS,
+    Click,
+    ClickHashed,
     OrderedReading,
     Reading,
     Tagged,
@@ -569,6 +572,50 @@ def test_a_random_shrink_through_every_phase(server: str) -> None:
     raw = client.scan(TableName=WideClick.Meta.table_name, ConsistentRead=True)["Items"]
     assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(reference)
     assert all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < 16 for i in raw)
+
+
+def test_random_shards_swapped_for_hash_shards_through_every_phase(server: str) -> None:
+    """RandomShards(16) -> HashShards(8, on=seq), written by a process declaring each:
+    every read exact in every phase; at the end each item once, where its hash says."""
+    bind_models([ClickHashed], host=Click.Meta.host, **CREDENTIALS)
+    try:
+        reference = {seq: "v" for seq in range(20)}
+        for seq in reference:
+            Click(sensor="k", seq=seq, value="v").save()
+        follow(Click, cache_seconds=0)
+        follow(ClickHashed, cache_seconds=0)
+        fresh = iter(range(100, 1000))
+        for state in Reshard(Click).steps(CLICK_HASH, settle_seconds=0, page_size=4):
+            for writer in (Click, ClickHashed):
+                seq = next(fresh)
+                writer(sensor="k", seq=seq, value=state.phase.value).save()
+                reference[seq] = state.phase.value
+                victim = min(reference)
+                writer.get("k", victim).delete()
+                del reference[victim]
+                item = writer.get("k", max(s for s in reference if s < 100))
+                item.update(actions=[writer.value.set(f"{state.phase.value} {writer.__name__}")])
+                reference[item.seq] = item.value
+            for reader in (Click, ClickHashed):
+                got = {i.seq: i.value for i in reader.query("k")}
+                assert got == reference, state.phase
+                assert reader.count("k") == len(reference)
+                assert sorted((i.seq, i.value) for i in reader.scan()) == sorted(reference.items())
+                batch = reader.batch_get([("k", s) for s in reference])
+                assert {i.seq: i.value for i in batch} == reference, state.phase
+        Reshard(ClickHashed).finish()
+        unfollow(ClickHashed)
+        assert {i.seq: i.value for i in ClickHashed.query("k")} == reference
+        client = Click._get_connection().connection.client
+        raw = client.scan(TableName=Click.Meta.table_name, ConsistentRead=True)["Items"]
+        assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(reference)
+        for row in raw:
+            assert int(row["sensor"]["S"].rsplit("#", 1)[1]) == CLICK_HASH.shard_of(
+                [row["seq"]["N"]]
+            )
+    finally:
+        unfollow(ClickHashed)
+        bind_models([ClickHashed], host=None)
 
 
 @pytest.mark.xfail(strict=True, reason="moto checks a condition and writes without a lock")

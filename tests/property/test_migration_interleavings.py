@@ -19,11 +19,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shardmodel import HashShards
 from shardmodel.engine import sharding_of
 from shardmodel.migration import COPY_MARKER, MOVE_MARKER, Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, mock_dynamodb
-from tests.migration_models import Click, Reading, Tagged, Views, WideClick, WideReading
+from tests.migration_models import (
+    Click,
+    Reading,
+    Tagged,
+    Views,
+    WideClick,
+    WideReading,
+)
 
 
 class ReadingElsewhere(Reading):
@@ -50,10 +58,16 @@ class ViewsElsewhere(Views):
     """Views (counters) as a second process sees it."""
 
 
+#: The strategy Click's RandomShards(16) is swapped for.
+SWAP = HashShards(32, on="seq")
+
 CASES = {
     "grow hash 16 -> 32": (Reading, ReadingElsewhere, 32),
     "shrink hash 32 -> 16": (WideReading, WideReadingElsewhere, 16),
     "grow random 16 -> 32": (Click, ClickElsewhere, 32),
+    # a strategy swap (a process declaring the new strategy reads and writes as one
+    # declaring the old while it follows: tests/unit/test_strategy_swap.py runs both)
+    "swap random 16 -> hash 32": (Click, ClickElsewhere, SWAP),
 }
 
 
@@ -90,7 +104,7 @@ class Killed(Exception):
 class Run:
     """One interleaving: the reference items, both processes and the operator."""
 
-    def __init__(self, models: tuple[Any, Any], to: int) -> None:
+    def __init__(self, models: tuple[Any, Any], to: Any) -> None:
         self.clock = SimulatedClock(start=1_700_000_000.0)
         self.models = models
         self.to = to
@@ -270,10 +284,14 @@ class Run:
         raw = client.scan(TableName=self.models[0].Meta.table_name, ConsistentRead=True)["Items"]
         assert not [i for i in raw if MOVE_MARKER in i or COPY_MARKER in i], "a marker left"
         assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(self.reference)
-        assert all(int(i["sensor"]["S"].rsplit("#", 1)[1]) < self.to for i in raw)
+        shards = [int(i["sensor"]["S"].rsplit("#", 1)[1]) for i in raw]
+        if isinstance(self.to, HashShards):  # a swap: each on the shard its sort key hashes to
+            assert shards == [self.to.shard_of([i["seq"]["N"]]) for i in raw]
+        else:
+            assert all(shard < self.to for shard in shards)
 
 
-def interleave(first: Any, second: Any, to: int, before: list[Any], steps: list[Any]) -> None:
+def interleave(first: Any, second: Any, to: Any, before: list[Any], steps: list[Any]) -> None:
     """Run one interleaving of two processes of ``first``'s table to ``to`` shards."""
     with mock_dynamodb():
         bind_models([first, second], host=None)
@@ -309,7 +327,7 @@ def test_every_interleaving_returns_exactly_the_logical_items(
 class CounterRun(Run):
     """Increments (some tokened, some retried) instead of saves; reads sum the shards."""
 
-    def __init__(self, models: tuple[Any, Any], to: int) -> None:
+    def __init__(self, models: tuple[Any, Any], to: Any) -> None:
         super().__init__(models, to)
         self.total = 0
         self.tokens: dict[str, int] = {}
@@ -363,6 +381,6 @@ class CounterRun(Run):
     steps=st.lists(STEPS, min_size=5, max_size=12),
 )
 def test_newer_kinds_in_every_interleaving(
-    first: Any, second: Any, to: int, before: list[Any], steps: list[Any]
+    first: Any, second: Any, to: Any, before: list[Any], steps: list[Any]
 ) -> None:
     interleave(first, second, to, before, steps)

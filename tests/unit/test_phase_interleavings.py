@@ -77,11 +77,16 @@ def _pair(name: str, table: str, strategy: Callable[[], Any], counter: bool = Fa
 
 @frozen
 class Case:
-    """One migration: the two processes' models, the new count, and whether counters."""
+    """One migration: the two processes' models, the new count (or the HashShards a
+    strategy swap moves to), and whether counters."""
 
     models: tuple[Any, Any]
-    to: int
+    to: int | HashShards
     counter: bool = False
+
+    @property
+    def count(self) -> int:
+        return self.to.n if isinstance(self.to, HashShards) else self.to
 
 
 CASES = {
@@ -93,6 +98,9 @@ CASES = {
     "shrink random 3 -> 2": Case(
         _pair("RandomShrink", "il-random-shrink", lambda: RandomShards(3)), 2
     ),
+    "swap random 2 -> hash 3": Case(
+        _pair("RandomSwap", "il-random-swap", lambda: RandomShards(2)), HashShards(3, on="seq")
+    ),
     "grow counters 2 -> 3": Case(
         _pair("CounterGrow", "il-counter-grow", lambda: RandomShards(2), counter=True), 3, True
     ),
@@ -103,6 +111,10 @@ CASES = {
 #: these three exercise, at about twice the cost.
 EVERY_RUN = ["grow counters 2 -> 3", "grow hash 2 -> 3", "shrink random 3 -> 2"]
 EXHAUSTIVE = os.environ.get("SHARDMODEL_EXHAUSTIVE") == "1"
+#: ... and of the strategy swap, the lags where an old-key writer meets the backfill and
+#: a new-key writer (the fences of every old shard); every lag under ``make exhaustive``.
+SWAP = "swap random 2 -> hash 3"
+SWAP_LAGS = [(Phase.DUAL_WRITE, Phase.BACKFILL), (Phase.BACKFILL, Phase.READ_NEW)]
 
 #: The phases a process can be in while the other is in the same one or the next.
 LAGS = list(
@@ -414,7 +426,9 @@ def _left_over(world: World, expected: dict[int, Any]) -> None:
     for item in raw:
         assert not set(item) & set(MARKERS), f"{item} still carries a migration marker"
         shard = int(item["sensor"]["S"].rsplit("#", 1)[1])
-        assert shard < world.case.to, f"{item} is on a shard the new layout does not have"
+        assert shard < world.case.count, f"{item} is on a shard the new layout does not have"
+        if isinstance(world.case.to, HashShards):  # a swap: on the shard its sort key hashes to
+            assert world.case.to.shard_of([item["seq"]["N"]]) == shard, item
     if not world.case.counter:
         assert sorted(int(i["seq"]["N"]) for i in raw) == sorted(expected), raw
 
@@ -535,9 +549,9 @@ def tables() -> Iterator[None]:
 
 
 def _interleaving_cases() -> Iterator[Any]:
-    for name in sorted(CASES) if EXHAUSTIVE else EVERY_RUN:
+    for name in sorted(CASES) if EXHAUSTIVE else [*EVERY_RUN, SWAP]:
         case = CASES[name]
-        for lag in LAGS:
+        for lag in LAGS if EXHAUSTIVE or name != SWAP else SWAP_LAGS:
             for kinds, present in _pairs(case, lag):
                 ident = f"{name}-{lag[0].value}+{lag[1].value}-{'+'.join(kinds)}"
                 yield pytest.param(name, lag, kinds, present, id=ident)

@@ -237,7 +237,7 @@ def test_a_new_key_write_fences_the_old_key_from_read_new_to_drain() -> None:
 def test_shrinking_random_shards_a_new_key_has_every_old_key_that_folds_into_it() -> None:
     """New shard 4 of 16 may hold the items of old shards 4 and 20; a retired key is itself."""
     migration = random_shrink(Phase.READ_NEW)
-    assert migration.random_shrink is True
+    assert migration.many_old_keys is True
     assert migration.old_keys(KEY, "k#4") == ["k#4", "k#20"]
     assert migration.old_keys(KEY, "k#20") == ["k#20"]
     assert migration.new_key(KEY, "k#20") == "k#4"
@@ -254,19 +254,19 @@ def test_shrinking_random_shards_a_new_key_has_every_old_key_that_folds_into_it(
 
 def test_only_a_shrink_of_random_shards_is_a_random_shrink() -> None:
     """Growing, or changing a hash count, never folds several old keys into one."""
-    assert random_grow(Phase.READ_NEW).random_shrink is False
+    assert random_grow(Phase.READ_NEW).many_old_keys is False
     hash_shrink = ActiveMigration(
         state(Phase.READ_NEW, 32, 16),
         KeyLayout(HashShards(32, on=["seq"])),
         KeyLayout(HashShards(16, on=["seq"])),
     )
-    assert hash_shrink.random_shrink is False
+    assert hash_shrink.many_old_keys is False
     assert random_grow(Phase.READ_NEW).old_keys(KEY, "k#4") == ["k#4"]
     assert random_grow(Phase.READ_NEW).old_keys(KEY, "k#20") == ["k#20"]  # born there
     same = ActiveMigration(
         state(Phase.READ_NEW, 16, 16), KeyLayout(RandomShards(16)), KeyLayout(RandomShards(16))
     )
-    assert same.random_shrink is False
+    assert same.many_old_keys is False
 
 
 # -- which copy holds an item ----------------------------------------------------------
