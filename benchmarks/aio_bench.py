@@ -20,10 +20,12 @@ meanwhile). Measures:
 * **the bridge**: CPU per greenlet call, per switch out to the loop and back, and per
   ``asyncio.to_thread`` hand-off (the measured reason for the ``greenlet`` dependency);
 * **fresh runs**: the sync 16-shard latest-100 wall and CPU ratios against one partition,
-  in 5 fresh processes (``benchmarks/aio_fresh.py``) each for this tree and for the
-  tree this branch started from (``git merge-base HEAD main``), interleaved, the order
-  turned round each round: the median and the worst of each, and how far this tree's
-  sync numbers moved from the base's.
+  in 5 fresh processes (``benchmarks/aio_fresh.py``) each for this tree and for a base
+  tree, interleaved, the order turned round each round: the median and the worst of
+  each, and how far this tree's sync numbers moved from the base's. The base is the tree
+  a branch started from (``git merge-base HEAD main``); on main itself, main as it was
+  before the async API landed (:data:`BEFORE_ASYNC`), so the sync path's numbers are
+  compared with the ones it had without async; ``SHARDMODEL_BENCH_BASE`` names another.
 
 Prints the targets with PASS or FAIL (a FAIL does not fail the run), and keeps the
 output in ``benchmarks/aio_last_run.txt``, which the performance page quotes and draws
@@ -260,16 +262,24 @@ async def _ready() -> None:
 # -- fresh processes ------------------------------------------------------------------
 
 
+#: main just before the async API was merged (its first parent): the sync path without
+#: the async executor, the bridge or the asyncio transport.
+BEFORE_ASYNC = "69418545b6fe6f15c56aa81c1498c88ae41de043"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 def _base_tree(stack: ExitStack) -> tuple[str, Path] | None:
-    """The tree this branch started from (merge-base with main), extracted; None if none."""
+    """The base tree, extracted (see the module's docstring); None without git history."""
     try:
-        base = subprocess.run(
-            ["git", "merge-base", "HEAD", "main"],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
+        base = os.environ.get("SHARDMODEL_BENCH_BASE") or _git("merge-base", "HEAD", "main")
+        if _git("rev-parse", base) == _git("rev-parse", "HEAD"):
+            base = BEFORE_ASYNC
+        base = _git("rev-parse", "--verify", f"{base}^{{commit}}")
     except (OSError, subprocess.CalledProcessError):
         return None
     where = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="aio-bench-base-")))
