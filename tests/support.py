@@ -59,6 +59,19 @@ def error_line(err: str, *phrases: str) -> str:
     return lines[0]
 
 
+def paged(read: Callable[[Any], Any]) -> list[Any]:
+    """Every item of a listing read page by page: ``read(cursor)`` is one page's result
+    (``cursor`` None the first time), resumed from its ``last_evaluated_key`` until None."""
+    items: list[Any] = []
+    token = None
+    while True:
+        page = read(token)
+        items.extend(page)
+        token = page.last_evaluated_key
+        if token is None:
+            return items
+
+
 def raw_items(model: type[Model]) -> list[dict[str, Any]]:
     """Every stored item of the model's table, as DynamoDB returns it (all pages)."""
     items: list[dict[str, Any]] = []

@@ -23,6 +23,7 @@ from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow,
 from shardmodel.ordered_sample import BoundaryReport
 from shardmodel.testing import SimulatedClock
 from tests.migration_models import DRIFTED, Title, TitleDrifted, redeployed
+from tests.support import paged
 from tests.unit.test_migration import migration_tables, run_phases
 
 __all__ = ["migration_tables"]  # a fixture used by name
@@ -57,14 +58,8 @@ def expect_titles(reference: dict[str, str]) -> None:
     assert [(i.title, i.value) for i in ranged] == [(t, v) for t, v in ordered if "c" <= t <= "t"]
     assert Title.count(SHELF) == len(reference)
     assert sorted((i.title, i.value) for i in Title.scan()) == ordered
-    paged, token = [], None
-    while True:  # a cursor every 3 items
-        page = Title.query(SHELF, limit=3, last_evaluated_key=token)
-        paged.extend((i.title, i.value) for i in page)
-        token = page.last_evaluated_key
-        if token is None:
-            break
-    assert paged == ordered
+    listed = paged(lambda token: Title.query(SHELF, limit=3, last_evaluated_key=token))
+    assert [(i.title, i.value) for i in listed] == ordered  # a cursor every 3 items
     for title, value in list(reference.items())[:5]:
         assert Title.get(SHELF, title).value == value
     got = {i.title: i.value for i in Title.batch_get([(SHELF, t) for t in reference])}

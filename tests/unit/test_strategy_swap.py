@@ -31,6 +31,7 @@ from tests.migration_models import (
     Views,
     redeployed,
 )
+from tests.support import paged
 from tests.unit.test_migration import migration_tables, run_phases
 
 __all__ = ["migration_tables"]  # a fixture used by name
@@ -51,14 +52,8 @@ def expect(model: Any, reference: dict[int, str]) -> None:
     assert [(i.seq, i.value) for i in ranged] == [(s, v) for s, v in ordered if 10 <= s <= 30]
     assert model.count(SENSOR) == len(reference)
     assert sorted((i.seq, i.value) for i in model.scan()) == ordered
-    paged, token = [], None
-    while True:  # a cursor every 4 items
-        page = model.query(SENSOR, limit=4, last_evaluated_key=token)
-        paged.extend((i.seq, i.value) for i in page)
-        token = page.last_evaluated_key
-        if token is None:
-            break
-    assert paged == ordered
+    listed = paged(lambda token: model.query(SENSOR, limit=4, last_evaluated_key=token))
+    assert [(i.seq, i.value) for i in listed] == ordered  # a cursor every 4 items
     for seq, value in list(reference.items())[:4]:
         assert model.get(SENSOR, seq).value == value
     got = {i.seq: i.value for i in model.batch_get([(SENSOR, s) for s in reference])}
