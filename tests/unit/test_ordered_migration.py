@@ -14,14 +14,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 
-from shardmodel import OrderedShards
+from shardmodel import (
+    NormalizedAttribute,
+    OrderedShards,
+    RandomShards,
+    ShardedKeyAttribute,
+    ShardedModel,
+)
 from shardmodel.cli import main
 from shardmodel.cli.boundaries import format_report
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
 from shardmodel.ordered_sample import BoundaryReport
-from shardmodel.testing import SimulatedClock
+from shardmodel.testing import SimulatedClock, bind_models, create_tables, drop_tables
 from tests.migration_models import DRIFTED, Title, TitleDrifted, redeployed
 from tests.support import paged
 from tests.unit.test_migration import migration_tables, run_phases
@@ -204,3 +212,101 @@ def test_the_command_line_takes_the_boundaries_the_boundaries_command_prints(
     assert main(["reshard", "tests.migration_models:TitleDrifted", "--finish"]) == 0
     listed = [(i.title, i.value) for i in TitleDrifted.query(SHELF)]
     assert listed == sorted(reference.items())
+
+
+class _ByColor(GlobalSecondaryIndex[Any]):
+    """Titles of one color: a plain index key."""
+
+    class Meta:
+        index_name = "by-color"
+        projection = KeysOnlyProjection()
+
+    color = UnicodeAttribute(hash_key=True)
+    title = NormalizedAttribute(range_key=True)
+
+
+class _ByTeam(GlobalSecondaryIndex[Any]):
+    """Titles of one team: a sharded index key (4 random shards)."""
+
+    class Meta:
+        index_name = "by-team"
+        projection = AllProjection()
+
+    team = UnicodeAttribute(hash_key=True)
+    title = NormalizedAttribute(range_key=True)
+
+
+class TaggedTitle(ShardedModel):
+    """Title with a plain and a sharded global secondary index."""
+
+    class Meta:
+        table_name = "reshard-tagged-titles"
+        region = "us-east-1"
+
+    shelf = ShardedKeyAttribute(hash_key=True, strategy=OrderedShards(list(OLD), on="title"))
+    title = NormalizedAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+    color = UnicodeAttribute(null=True)
+    team = ShardedKeyAttribute(strategy=RandomShards(4), null=True)
+    by_color = _ByColor()
+    by_team = _ByTeam()
+
+
+def test_index_reads_stay_exact_while_the_boundaries_change(
+    migration_tables: SimulatedClock,
+) -> None:
+    """A plain and a sharded index: each live item once, in order, in every phase."""
+    clock = migration_tables
+    bind_models([TaggedTitle], host=None)
+    create_tables([TaggedTitle])
+    reference: dict[str, str] = {}
+    rng = random.Random(11)
+
+    def color(title: str) -> str:
+        return "red" if ord(title[0]) % 2 else "blue"
+
+    def save(title: str, value: str) -> None:
+        TaggedTitle(SHELF, title, value=value, color=color(title), team="t").save()
+        reference[title] = value
+
+    for title in _titles(rng, 30, string.ascii_lowercase):
+        save(title, "v0")
+    follow(TaggedTitle, cache_seconds=0, clock=clock)
+    operator = Reshard(TaggedTitle, clock=clock)
+    operator.start(_drifted(), settle_seconds=1)
+
+    def indexed(phase: Phase) -> None:
+        red = sorted(t for t in reference if color(t) == "red")
+        assert [i.title for i in TaggedTitle.by_color.query("red")] == red, phase
+        assert TaggedTitle.count("red", index_name="by-color") == len(red), phase
+        team = [(i.title, i.value) for i in TaggedTitle.by_team.query("t")]
+        assert team == sorted(reference.items()), phase
+        backwards = TaggedTitle.by_team.query("t", scan_index_forward=False)
+        assert [i.title for i in backwards] == sorted(reference, reverse=True), phase
+        by_team = TaggedTitle.by_team
+        listed = paged(lambda token: by_team.query("t", limit=4, last_evaluated_key=token))
+        assert [i.title for i in listed] == sorted(reference), phase
+
+    def mid_move(point: str) -> None:
+        """Between a move's steps the item has two rows, both in the indexes."""
+        if point in ("fenced", "copied"):
+            indexed(Phase.BACKFILL)
+
+    def each(phase: Phase) -> None:
+        if phase == Phase.BACKFILL:
+            operator.run_job(page_size=3, fault=mid_move)
+        for title in _titles(rng, 2, string.ascii_lowercase):
+            save(title, f"new in {phase.value}")
+        victim = rng.choice(sorted(reference))
+        TaggedTitle.get(SHELF, victim).update(actions=[TaggedTitle.value.set(phase.value)])
+        reference[victim] = phase.value
+        gone = rng.choice(sorted(reference))
+        TaggedTitle.get(SHELF, gone).delete()
+        del reference[gone]
+        indexed(phase)
+
+    try:
+        run_phases(operator, clock, each)
+    finally:
+        unfollow(TaggedTitle)
+        drop_tables([TaggedTitle])
