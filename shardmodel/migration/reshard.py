@@ -450,11 +450,13 @@ class Reshard:
                 f"a migration to {state.new_count} shards is in progress, not to {to}"
             )
         yield state
+        total: int | None = None  # a segment's items for the progress line, estimated once
         while True:
             if state.phase == Phase.DONE:
                 self.clock.sleep(self.settle_left(state))  # the sweep waits for drain to pass
             if state.phase in JOBS:
-                total = self.estimate().items // max(state.segments, 1) or None
+                if total is None:
+                    total = self.estimate().items // max(state.segments, 1) or None
                 self.run_job(page_size=page_size, progress=Progress(JOBS[state.phase], total))
             if state.phase == Phase.DONE:
                 return

@@ -61,6 +61,7 @@ from tests.migration_models import (
     redeployed,
 )
 from tests.models import Photo
+from tests.support import sent_requests
 
 
 class ByNote(GlobalSecondaryIndex["IndexedReading"]):
@@ -1260,3 +1261,14 @@ def test_a_batch_committed_a_phase_later_writes_the_keys_of_the_phase_it_was_mad
     expect(Reading, "k", reference, {victim})
     _finish(operator, clock, lambda: expect(Reading, "k", reference, {victim}))
     assert len(raw_keys(Reading)) == 1
+
+
+def test_steps_asks_for_the_estimate_once(migration_tables: SimulatedClock) -> None:
+    """The progress line's total comes from one DescribeTable, not one per job phase."""
+    for seq in range(10):
+        Reading(sensor="k", seq=seq, value="v").save()
+    follow(Reading, cache_seconds=0, clock=migration_tables)
+    with sent_requests(Reading) as sent:
+        phases = [s.phase for s in Reshard(Reading, clock=migration_tables).steps(32, 1)]
+    assert phases[-1] == Phase.DONE
+    assert sent.count("DescribeTable") == 2  # the table check at the start, the estimate
