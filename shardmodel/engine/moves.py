@@ -81,6 +81,28 @@ class Mover:
         ).get("Item")
         return item
 
+    def tombstoned(self, keys: Sequence[_RawItem]) -> set[str]:
+        """The partition keys of ``keys`` (one item's keys) whose rows are tombstones,
+        read consistently in batches of 100."""
+        names = {"#k": self.hash_name, "#m": MOVE_MARKER}
+        found: set[str] = set()
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {
+                self.table: {
+                    "Keys": list(keys[start : start + 100]),
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "#k, #m",
+                    "ExpressionAttributeNames": names,
+                }
+            }
+            while request:
+                answer = self.client.batch_get_item(RequestItems=request)
+                for row in answer.get("Responses", {}).get(self.table, []):
+                    if is_tombstone(row):
+                        found.add(row[self.hash_name]["S"])
+                request = answer.get("UnprocessedKeys") or {}
+        return found
+
     def _conditional(self, call: Any, **request: Any) -> bool:
         """A conditional request; False when its condition failed."""
         try:
@@ -246,10 +268,15 @@ class Mover:
         An item still at an old key is moved to the new key first (finishing a move
         another process began); an empty old key is fenced with a tombstone, so a
         process still writing old keys cannot put the item there later, and a scan
-        meets the item at its old key.
+        meets the item at its old key. With several old keys (a RandomShards shrink or
+        swap) one batch read skips those holding a tombstone already: a moved or fenced
+        old key stays one until the sweep, which starts once no process fences.
         """
-        for physical in old_keys:
-            key = self.key(physical, range_value)
+        keys = [self.key(physical, range_value) for physical in old_keys]
+        if len(keys) > 1:
+            done = self.tombstoned(keys)
+            keys = [key for key in keys if key[self.hash_name]["S"] not in done]
+        for key in keys:
             if not self.tombstone(key, inputs):
                 self.move(key, new_physical)
 

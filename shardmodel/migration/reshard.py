@@ -515,7 +515,10 @@ class Reshard:
             change = f"{swap[0].describe(old)} -> {swap[1].describe(to)}"
             declare = swap[1].describe(to)
             if swap[0].kind == "random":
-                fences = f"every old shard the item may be on ({old - 1} more conditional puts)"
+                fences = (
+                    "every old shard the item may be on (a batch read, and a conditional put "
+                    f"on each of the {old - 1} others not fenced yet)"
+                )
         lines = [
             f"reshard {name} (table {self.model.Meta.table_name}): {change}, "
             f"{segments} scan segment(s), {settle_seconds:g}s settle between phases",

@@ -126,7 +126,7 @@ def test_random_shards_swapped_for_hash_shards_with_every_read_exact(
     operator = Reshard(Click, clock=clock)
     plan = operator.plan(TO_HASH)
     assert "RandomShards(16) -> HashShards(8, on=seq)" in plan
-    assert "15 more conditional puts" in plan
+    assert "a conditional put on each of the 15 others not fenced yet" in plan
     deployed = _swap_through_every_phase(Click, TO_HASH, clock, reference)
     with pytest.raises(MigrationConflictError, match=r"deploy the code that declares HashShards"):
         operator.finish()
