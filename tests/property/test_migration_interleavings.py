@@ -59,7 +59,7 @@ class ViewsElsewhere(Views):
 
 
 #: The strategy Click's RandomShards(16) is swapped for.
-SWAP = HashShards(32, on="seq")
+SWAP = HashShards(16, on="seq")
 
 CASES = {
     "grow hash 16 -> 32": (Reading, ReadingElsewhere, 32),
@@ -67,7 +67,7 @@ CASES = {
     "grow random 16 -> 32": (Click, ClickElsewhere, 32),
     # a strategy swap (a process declaring the new strategy reads and writes as one
     # declaring the old while it follows: tests/unit/test_strategy_swap.py runs both)
-    "swap random 16 -> hash 32": (Click, ClickElsewhere, SWAP),
+    "swap random 16 -> hash 16": (Click, ClickElsewhere, SWAP),
 }
 
 

@@ -102,10 +102,10 @@ CASES = {
     "swap random 2 -> hash 3": Case(
         _pair("RandomSwap", "il-random-swap", lambda: RandomShards(2)), HashShards(3, on="seq")
     ),
-    # ... or beyond them (md5 of "5" % 5 is 3): a new-key write fences both old shards
-    "swap random 2 -> hash 5": Case(
-        _pair("RandomSwapWide", "il-random-swap-wide", lambda: RandomShards(2)),
-        HashShards(5, on="seq"),
+    # ... and with three old shards, a new-key write fences the other two (one batch read)
+    "swap random 3 -> hash 3": Case(
+        _pair("RandomSwapThree", "il-random-swap-three", lambda: RandomShards(3)),
+        HashShards(3, on="seq"),
     ),
     "grow counters 2 -> 3": Case(
         _pair("CounterGrow", "il-counter-grow", lambda: RandomShards(2), counter=True), 3, True
@@ -119,7 +119,7 @@ EVERY_RUN = ["grow counters 2 -> 3", "grow hash 2 -> 3", "shrink random 3 -> 2"]
 EXHAUSTIVE = os.environ.get("SHARDMODEL_EXHAUSTIVE") == "1"
 #: ... and of the strategy swap, the lags where an old-key writer meets the backfill and
 #: a new-key writer (the fences of every old shard); every lag under ``make exhaustive``.
-SWAP = "swap random 2 -> hash 5"
+SWAP = "swap random 3 -> hash 3"
 SWAP_LAGS = [(Phase.DUAL_WRITE, Phase.BACKFILL), (Phase.BACKFILL, Phase.READ_NEW)]
 
 #: The phases a process can be in while the other is in the same one or the next.

@@ -191,6 +191,7 @@ def test_a_process_declaring_a_third_strategy_is_refused(
         (Click, HashShards(8, on="value"), r"names \['value'\], which are not in the table's key"),
         (Click, HashShards(8, on="seq", algorithm=lambda v: 1), "give a named algorithm"),
         (Reading, HashShards(16, on="seq"), "already declares"),
+        (Click, HashShards(17, on="seq"), r"goes to at most 16 shards"),
         (Title, HashShards(4, on="title"), "changes by its boundaries"),
         (Views, HashShards(4, on="page"), "counters or secondary indexes"),
         (Tagged, HashShards(4, on="seq"), "counters or secondary indexes"),
