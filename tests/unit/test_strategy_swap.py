@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+from decimal import Decimal
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pynamodb.constants import NUMBER
 
 from shardmodel import HashShards, OrderedShards
 from shardmodel.cli import main
+from shardmodel.core.canonical import canonical_value
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.phases import StrategySpec
 from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
@@ -104,10 +107,11 @@ def _stored_on_new_keys(model: Any, to: HashShards, reference: dict[int, str]) -
     """No tombstone left; each item once, on the shard the new strategy hashes it to."""
     client = model._get_connection().connection.client
     raw = client.scan(TableName=model.Meta.table_name, ConsistentRead=True)["Items"]
-    assert sorted(int(r["seq"]["N"]) for r in raw) == sorted(reference)
+    # moto keeps a number as written (205.0); DynamoDB would store 205
+    assert sorted(Decimal(r["seq"]["N"]) for r in raw) == sorted(reference)
     for row in raw:
         shard = int(row["sensor"]["S"].rsplit("#", 1)[1])
-        assert to.shard_of([row["seq"]["N"]]) == shard, row
+        assert to.shard_of([str(canonical_value(NUMBER, row["seq"]["N"]))]) == shard, row
 
 
 @pytest.fixture
@@ -286,5 +290,59 @@ def test_the_async_api_follows_a_swap(clicks: tuple[SimulatedClock, dict[int, st
             await _async_expect(writer, reference)
 
     run_phases(operator, clock, lambda phase: asyncio.run(writes(phase)))
+    Reshard(deployed, clock=clock).finish()
+    _stored_on_new_keys(Click, TO_HASH, reference)
+
+
+#: Other spellings DynamoDB reads as the same number key: a float, an exponent, -0.0.
+def _untidy(seq: int) -> list[float]:
+    return [float(seq), float(f"{seq}e0"), -0.0 if seq == 0 else seq * 1.0]
+
+
+def test_a_swap_hashing_the_sort_key_finds_items_by_any_spelling_of_the_number(
+    clicks: tuple[SimulatedClock, dict[int, str]],
+) -> None:
+    """The new HashShards hashes the sort key: a key given as 7.0, 7e0 or -0.0 is the
+    stored 7 or 0 to DynamoDB, so it must be hashed like it, by either declaration."""
+    clock, reference = clicks
+    deployed = redeployed(Click, TO_HASH)
+    follow(Click, cache_seconds=0, clock=clock)
+    follow(deployed, cache_seconds=0, clock=clock)
+    operator = Reshard(Click, clock=clock)
+    operator.start(TO_HASH, settle_seconds=1)
+    big = 10**37  # 38 digits: a float spelling 1e+37 is the same DynamoDB number
+    serial = iter(range(200, 1000))
+
+    def each(phase: Phase) -> None:
+        for writer in (Click, deployed):
+            seq = next(serial)
+            writer(SENSOR, float(seq), value=f"float in {phase.value}").save()
+            reference[seq] = f"float in {phase.value}"
+            for other in (Click, deployed):
+                for spelling in (seq, *_untidy(seq)):
+                    assert other.get(SENSOR, spelling).value == reference[seq], (phase, spelling)
+            victim = sorted(reference)[1]
+            writer.get(SENSOR, float(victim)).update(
+                actions=[writer.value.set(f"updated in {phase.value}")]
+            )
+            reference[victim] = f"updated in {phase.value}"
+            gone = sorted(reference)[2]
+            writer.get(SENSOR, float(f"{gone}e0")).delete()
+            del reference[gone]
+            zero = writer.get(SENSOR, -0.0)
+            assert zero.seq == 0 and zero.value == reference[0]
+        got = {i.seq: i.value for i in deployed.batch_get([(SENSOR, float(s)) for s in reference])}
+        assert got == reference, phase
+        floats = Click.query(SENSOR, Click.seq.between(10.0, 3e1))
+        assert [i.seq for i in floats] == [s for s in sorted(reference) if 10 <= s <= 30]
+        expect(Click, reference)
+        expect(deployed, reference)
+
+    Click(SENSOR, big, value="big").save()
+    reference[big] = "big"
+    run_phases(operator, clock, each)
+    for model in (Click, deployed):
+        assert model.get(SENSOR, 1e37).value == "big"
+        assert model.get(SENSOR, big).value == "big"
     Reshard(deployed, clock=clock).finish()
     _stored_on_new_keys(Click, TO_HASH, reference)
