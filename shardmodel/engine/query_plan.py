@@ -372,6 +372,7 @@ def plan_query(
     if migrating and projection is not None:  # which copy holds an item: their markers say
         fetched = [*projection, MOVE_MARKER, COPY_MARKER]
     if moving and resumed is not None:
+        _check_owned(resumed, placement, identity.logical_key)
         resumed = _restart_at_mark(resumed, groups, key_names, forward, model)
     fetch = {
         "range_key_condition": range_key_condition,
@@ -394,6 +395,29 @@ def plan_query(
         local_filter=local_filter,
         forward=forward,
     )
+
+
+def _check_owned(cursor: Cursor, placement: Placement, logical: str) -> None:
+    """Refuse a moving key's cursor naming a shard of another key.
+
+    Such a cursor may name shards the query no longer reads (a layout it was taken
+    under), but only shards of its own key under one of the layouts read now.
+    """
+    for shard in cursor.shards:
+        if not any(_owner(layout, shard.key) == logical for layout in placement.layouts()):
+            raise CursorError(
+                f"last_evaluated_key names the shard {shard.key!r}, which is no shard of key "
+                f"{logical!r} (the cursor was edited); pass the cursor of this query "
+                "unchanged, or start over"
+            )
+
+
+def _owner(layout: Any, physical: str) -> str | None:
+    try:
+        owner: str = layout.logical_key(physical)
+    except ShardKeyError:
+        return None
+    return owner
 
 
 def _restart_at_mark(

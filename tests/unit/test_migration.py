@@ -29,6 +29,7 @@ from shardmodel import (
 )
 from shardmodel.cli import main
 from shardmodel.engine import sharding_of
+from shardmodel.errors import CursorError
 from shardmodel.migration import (
     COPY_MARKER,
     MOVE_MARKER,
@@ -1272,3 +1273,55 @@ def test_steps_asks_for_the_estimate_once(migration_tables: SimulatedClock) -> N
         phases = [s.phase for s in Reshard(Reading, clock=migration_tables).steps(32, 1)]
     assert phases[-1] == Phase.DONE
     assert sent.count("DescribeTable") == 2  # the table check at the start, the estimate
+
+
+def _edited(token: str, change: Any) -> str:
+    """The cursor's payload changed by ``change``, its checksum made again (no secret)."""
+    import base64
+    import hashlib
+    import json
+
+    body = token.split(".")[0]
+    data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    change(data["shards"])
+    raw = json.dumps(data).encode("utf-8")
+    encoded = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return f"{encoded}.{hashlib.sha256(raw).hexdigest()[:32]}"
+
+
+@pytest.mark.parametrize("to", [32, HashShards(8, on="seq")], ids=["grow", "swap"])
+def test_a_cursor_edited_to_name_another_keys_shard_is_refused_in_every_phase(
+    migration_tables: SimulatedClock, to: int | HashShards
+) -> None:
+    """While items move, a cursor may name shards the query no longer reads, so its list
+    is not matched against the plan; a shard of another key is still refused, before a
+    request, and the cursor unedited resumes."""
+    clock = migration_tables
+    for seq in range(12):
+        Click("s", seq, value="v").save()
+        Click("t", seq, value="other").save()
+    follow(Click, cache_seconds=0, clock=clock)
+    operator = Reshard(Click, clock=clock)
+    operator.start(to, settle_seconds=1)
+
+    def rename(shards: list[dict[str, Any]]) -> None:
+        entry = next(s for s in shards if s["start"] is not None)
+        entry["key"] = entry["key"].replace("s#", "t#")
+        entry["start"]["sensor"] = {"S": entry["key"]}
+
+    def another(shards: list[dict[str, Any]]) -> None:
+        shards.append({"key": "t#1", "start": None, "done": False})
+
+    def each(phase: Phase) -> None:
+        page = Click.query("s", limit=5)
+        assert [i.seq for i in page] == list(range(5))
+        token = page.last_evaluated_key
+        for change in (rename, another):
+            with sent_requests(Click) as sent:
+                with pytest.raises(CursorError, match=r"'t#\d+', which is no shard of key 's'"):
+                    list(Click.query("s", last_evaluated_key=_edited(token, change)))
+            assert sent == [], phase
+        rest = [i.seq for i in Click.query("s", last_evaluated_key=token)]
+        assert rest == list(range(5, 12)), phase
+
+    run_phases(operator, clock, each)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from decimal import Decimal
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
