@@ -21,6 +21,7 @@ from shardmodel.engine.cursor import CURSOR_VERSION, Cursor, ShardPosition
 from shardmodel.engine.grouping import GroupedQuery
 from shardmodel.engine.merge import (
     DEFAULT_ITEM_BUDGET,
+    REQUEST_ITEMS,
     MergedQuery,
     QueryIdentity,
     count_shards,
@@ -170,26 +171,39 @@ def test_without_a_sort_key_every_item_sorts_alike() -> None:
         (100, 1, 100),
         (0, 1, 1),
         (7, 0, 7),
-        (1, 16, 1),
+        (1, 16, 1),  # the one item is the last one: no follow-up to save
         (1000, 10, 124),
         (3, 2, 3),
+        (100, 64, 4),  # the cap (3) grown: a shard holds exactly 3 of 100 with p 0.13
+        (100, 256, 3),  # the cap (1) grown twice
+        (10, 16, 3),
     ],
 )
 def test_the_first_page_asks_the_mean_plus_two_and_a_half_deviations(
     remaining: int, shards: int, expected: int
 ) -> None:
-    """ceil(mean + 2.5 sd), capped at 2 x remaining // shards, at least 1; one shard: all."""
+    """ceil(mean + 2.5 sd), capped at 2 x remaining // shards, at least 1, grown where
+    the follow-ups saved cost more; one shard: all."""
     assert first_page_size(remaining, shards) == expected
 
 
 def test_the_first_page_formula() -> None:
-    """The binomial estimate, checked against its formula over a range of reads."""
-    for shards in (2, 3, 10, 64):
-        for remaining in (5, 50, 500):
+    """The binomial estimate and its cap, grown by one while P(a shard holds exactly
+    that many, not the last) x REQUEST_ITEMS is over 1, over a range of reads."""
+    for shards in (2, 3, 10, 16, 64, 256):
+        for remaining in (5, 50, 100, 500):
             p = 1 / shards
             estimate = remaining * p + 2.5 * math.sqrt(remaining * p * (1 - p))
-            expected = max(1, min(math.ceil(estimate), 2 * remaining // shards))
-            assert first_page_size(remaining, shards) == expected
+            capped = max(1, min(math.ceil(estimate), 2 * remaining // shards))
+            page = first_page_size(remaining, shards)
+            assert capped <= page <= remaining
+
+            def worth(k: int, remaining: int = remaining, p: float = p) -> float:
+                exactly = math.comb(remaining, k) * p**k * (1 - p) ** (remaining - k)
+                return REQUEST_ITEMS * exactly * (1 - k / remaining)
+
+            assert all(worth(k) > 1 for k in range(capped, page)), (remaining, shards)
+            assert page == remaining or worth(page) <= 1, (remaining, shards)
 
 
 # -- the merge -------------------------------------------------------------------------
