@@ -117,13 +117,13 @@ class Reshard:
 
         ``to``: a shard count; for an OrderedShards key, the new boundaries (a sequence
         of strings, or an ``OrderedShards`` such as ``OrderedShards.from_sample(...)``);
-        a ``HashShards`` to swap the strategy (:meth:`swap_of` checks it).
+        a ``HashShards`` to swap the strategy (its count; the caller checks it with
+        :meth:`swap_of` first).
         """
         name = self.model.__name__
         layout = sharding_of(self.model).key().layout
         strategy = layout.strategies[numbered_position(name, layout)]
         if isinstance(to, HashShards):
-            self.swap_of(to)
             return to.n, None
         if not isinstance(strategy, OrderedShards):
             if isinstance(to, OrderedShards) or not isinstance(to, int | float | str):
@@ -478,7 +478,8 @@ class Reshard:
         if to is None:
             state = self._required()
             return self._estimate(state.new_count, state.new_strategy is not None)
-        return self._estimate(self.target(to)[0], isinstance(to, HashShards))
+        swap = self.swap_of(to)
+        return self._estimate(self.target(to)[0], swap is not None)
 
     def _estimate(self, count: int, swap: bool = False) -> Estimate:
         name = self.model.__name__

@@ -209,6 +209,8 @@ def test_swaps_that_cannot_be_followed_are_refused_before_anything_is_written(
         operator.start(to)
     with pytest.raises(ShardConfigurationError, match=match):
         operator.plan(to)
+    with pytest.raises(ShardConfigurationError, match=match):
+        operator.estimate(to)
     assert not operator.store.items().exists()  # no state table either
 
 
