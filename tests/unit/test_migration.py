@@ -1325,3 +1325,50 @@ def test_a_cursor_edited_to_name_another_keys_shard_is_refused_in_every_phase(
         assert rest == list(range(5, 12)), phase
 
     run_phases(operator, clock, each)
+
+
+@pytest.mark.parametrize(
+    "to", [32, HashShards(16, on="at", algorithm="sha256")], ids=["grow", "swap"]
+)
+def test_time_buckets_with_both_utc_spellings_read_exact_in_every_phase(
+    migration_tables: SimulatedClock, to: int | HashShards
+) -> None:
+    """UTC times spelt both ways (+00:00 and Z, with and without fractions, at the edges
+    of a day), which DynamoDB compares as text: a range of the text reads exactly the items
+    it holds, in every phase of a count change and of a strategy swap."""
+    clock = migration_tables
+    offsets = ["+00:00", "Z"]
+    fractions = ["", ".5", ".000001", ".999999"]
+    days = [
+        f"2024-01-0{1 + i % 3}T{(i * 7) % 24:02d}:{59 * (i % 2):02d}:59"
+        f"{fractions[i % 4]}{offsets[i // 4 % 2]}"
+        for i in range(32)
+    ]
+    reference = {at: str(i) for i, at in enumerate(days)}
+    for at, value in reference.items():
+        DayReading(sensor="k", at=at, value=value).save()
+    follow(DayReading, cache_seconds=0, clock=clock)
+    deployed = redeployed(DayReading, to)
+    follow(deployed, cache_seconds=0, clock=clock)
+    operator = Reshard(DayReading, clock=clock)
+    operator.start(to, settle_seconds=1)
+    low, high = "2024-01-02T00:00:00+00:00", "2024-01-02T23:59:59+00:00"
+    fresh = iter(range(100, 1000))
+
+    def each(phase: Phase) -> None:
+        n = next(fresh)
+        at = f"2024-01-02T23:59:{n % 60:02d}.{n:06d}{offsets[n % 2]}"
+        deployed(sensor="k", at=at, value=phase.value).save()
+        reference[at] = phase.value
+        for model in (DayReading, deployed):
+            ranged = [(i.at, i.value) for i in model.query("k", model.at.between(low, high))]
+            assert ranged == sorted((a, v) for a, v in reference.items() if low <= a <= high)
+            assert {a[-1] for a, _ in ranged} == {"Z", "0"}  # both spellings in the range
+            whole = model.at.between("2024-01-01T00:00:00Z", "2024-01-04T00:00:00Z")
+            assert [(i.at, i.value) for i in model.query("k", whole)] == sorted(reference.items())
+            assert model.count("k", model.at.between(low, high)) == len(ranged)
+            assert sorted((i.at, i.value) for i in model.scan()) == sorted(reference.items())
+            for at, value in list(reference.items())[::5]:
+                assert model.get("k", at).value == value, (phase, at)
+
+    run_phases(operator, clock, each)
