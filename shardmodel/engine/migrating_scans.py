@@ -147,6 +147,7 @@ def _holders(
     decided: list[_RawItem | None] = []
     asks: dict[int, list[str]] = {}  # row number -> keys whose rows decide it
     follow: set[int] = set()  # rows whose item is the copy at the asked (new) key
+    first: set[int] = set()  # first old keys fenced: the new copy, if no other old key has it
     for number, row in enumerate(rows):
         physical = row[hash_name]["S"]
         state = state_of(row)
@@ -161,6 +162,15 @@ def _holders(
                 shrink and state == FENCED and new_key in migration.old_keys(key, new_key)
             ):
                 continue  # a random shrink returns the item at its new key, an old key too
+            if shrink and state == FENCED:
+                # a swap to a new shard beyond the old ones: an item born at its new key is
+                # fenced on every old key, so the first returns it unless another old key
+                # holds it (or its move's tombstone does, which returns it there)
+                if physical != olds[0]:
+                    continue
+                asks[number] = [new_key, *olds[1:]]
+                first.add(number)
+                continue
             asks[number] = [new_key]
             follow.add(number)
             continue
@@ -177,7 +187,13 @@ def _holders(
             row = rows[number]
             ident = str(row.get(range_name)) if range_name else None
             copies = [found[(k, ident)] for k in keys if (k, ident) in found]
-            if number in follow:
+            if number in first:
+                born = found.get((keys[0], ident))
+                rest = copies if born is None else copies[1:]
+                alone = all(state_of(c) == FENCED for c in rest)
+                if born is not None and not is_tombstone(born) and alone:
+                    decided[number] = _unmarked(born)
+            elif number in follow:
                 decided[number] = next(
                     (_unmarked(c) for c in copies if state_of(c) is None or not is_tombstone(c)),
                     None,

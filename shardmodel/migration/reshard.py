@@ -196,13 +196,6 @@ class Reshard:
             )
         if not 1 <= to.n <= MAX_SHARDS:
             raise ShardConfigurationError(f"{where}: give a shard count between 1 and {MAX_SHARDS}")
-        if isinstance(strategy, RandomShards) and to.n > strategy.n:
-            raise ShardConfigurationError(
-                f"{where}: a swap from RandomShards({strategy.n}) goes to at most "
-                f"{strategy.n} shards (each new shard is then one of the old ones, where a "
-                "scan meets every item once); swap to HashShards("
-                f"{strategy.n}, on=...), then grow its count with a second migration"
-            )
         return old, new
 
     def _check_count(self, to: int, old: int) -> None:

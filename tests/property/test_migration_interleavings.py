@@ -68,6 +68,8 @@ CASES = {
     # a strategy swap (a process declaring the new strategy reads and writes as one
     # declaring the old while it follows: tests/unit/test_strategy_swap.py runs both)
     "swap random 16 -> hash 16": (Click, ClickElsewhere, SWAP),
+    # ... to more shards: an item born at a new shard beyond the old ones is fenced on all
+    "swap random 16 -> hash 24": (Click, ClickElsewhere, HashShards(24, on="seq")),
 }
 
 

@@ -98,9 +98,10 @@ CASES = {
     "shrink random 3 -> 2": Case(
         _pair("RandomShrink", "il-random-shrink", lambda: RandomShards(3)), 2
     ),
-    # a swap from RandomShards(n) goes to at most n shards (md5 of "5" % 2 is 1) ...
-    "swap random 2 -> hash 2": Case(
-        _pair("RandomSwap", "il-random-swap", lambda: RandomShards(2)), HashShards(2, on="seq")
+    # the target item's new shard is beyond the old ones (md5 of "5" % 5 is 3): an item
+    # born there is fenced on both old shards, and the first returns it to a scan ...
+    "swap random 2 -> hash 5": Case(
+        _pair("RandomSwap", "il-random-swap", lambda: RandomShards(2)), HashShards(5, on="seq")
     ),
     # ... and with three old shards, a new-key write fences the other two (one batch read)
     "swap random 3 -> hash 3": Case(
