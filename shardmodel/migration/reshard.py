@@ -516,9 +516,14 @@ class Reshard:
             change = f"{swap[0].describe(old)} -> {swap[1].describe(to)}"
             declare = swap[1].describe(to)
             if swap[0].kind == "random":
+                others = (
+                    f"{old - 1} others"
+                    if to <= old
+                    else f"{old - 1} others (all {old} where its new shard is beyond them)"
+                )
                 fences = (
                     "every old shard the item may be on (a batch read, and a conditional put "
-                    f"on each of the {old - 1} others not fenced yet)"
+                    f"on each of the {others} not fenced yet)"
                 )
         lines = [
             f"reshard {name} (table {self.model.Meta.table_name}): {change}, "

@@ -150,6 +150,7 @@ def test_random_shards_swapped_for_more_hash_shards_with_every_read_exact(
     clock, reference = clicks
     to = HashShards(24, on="seq")
     assert any(to.shard_of([str(seq)]) >= 16 for seq in range(100, 110))  # such items exist
+    assert "(all 16 where its new shard is beyond them)" in Reshard(Click, clock=clock).plan(to)
     deployed = _swap_through_every_phase(Click, to, clock, reference)
     Reshard(deployed, clock=clock).finish()
     _stored_on_new_keys(Click, to, reference)
