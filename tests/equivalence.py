@@ -146,7 +146,9 @@ def _number(scenario: dict[str, Any], ts: int, form: str) -> int | float | Decim
     plain = format(value, "f")
     if form == "int" and value == value.to_integral_value():
         return int(value)
-    if form == "float" and Decimal(float(value)) == value:
+    # a float is written as its shortest repr (json.dumps), which must name the number
+    # itself: 4.0532396646334464e28 is exact in binary but written 4.053239664633446e+28
+    if form == "float" and Decimal(repr(float(value))) == value:
         return float(value)
     if form == "exponent":
         return Decimal(f"{value:E}")
