@@ -63,15 +63,21 @@ def expect(model: Any, reference: dict[int, str]) -> None:
     assert got == reference
 
 
-def _swap_through_every_phase(
-    model: Any, to: HashShards, clock: SimulatedClock, reference: dict[int, str]
-) -> Any:
-    """Saves, updates and deletes by both declarations in every phase; reads exact."""
+def _started(model: Any, to: HashShards, clock: SimulatedClock) -> tuple[Any, Reshard, Any]:
+    """A swap of ``model`` to ``to`` begun, followed by a process declaring each strategy:
+    the process declaring ``to``, the operator, and the state."""
     deployed = redeployed(model, to)
     follow(model, cache_seconds=0, clock=clock)
     follow(deployed, cache_seconds=0, clock=clock)
     operator = Reshard(model, clock=clock)
-    state = operator.start(to, settle_seconds=1)
+    return deployed, operator, operator.start(to, settle_seconds=1)
+
+
+def _swap_through_every_phase(
+    model: Any, to: HashShards, clock: SimulatedClock, reference: dict[int, str]
+) -> Any:
+    """Saves, updates and deletes by both declarations in every phase; reads exact."""
+    deployed, operator, state = _started(model, to, clock)
     assert state.new_strategy == StrategySpec.of(to) and state.new_count == to.n
     rng = random.Random(5)
     serial = iter(range(100, 1000))
@@ -286,11 +292,7 @@ async def _async_expect(model: Any, reference: dict[int, str]) -> None:
 def test_the_async_api_follows_a_swap(clicks: tuple[SimulatedClock, dict[int, str]]) -> None:
     """asave, aupdate, adelete by both declarations in every phase; the async reads exact."""
     clock, reference = clicks
-    deployed = redeployed(Click, TO_HASH)
-    follow(Click, cache_seconds=0, clock=clock)
-    follow(deployed, cache_seconds=0, clock=clock)
-    operator = Reshard(Click, clock=clock)
-    operator.start(TO_HASH, settle_seconds=1)
+    deployed, operator, _ = _started(Click, TO_HASH, clock)
     serial = iter(range(100, 1000))
 
     async def writes(phase: Phase) -> None:
@@ -322,11 +324,7 @@ def test_a_swap_hashing_the_sort_key_finds_items_by_any_spelling_of_the_number(
     """The new HashShards hashes the sort key: a key given as 7.0, 7e0 or -0.0 is the
     stored 7 or 0 to DynamoDB, so it must be hashed like it, by either declaration."""
     clock, reference = clicks
-    deployed = redeployed(Click, TO_HASH)
-    follow(Click, cache_seconds=0, clock=clock)
-    follow(deployed, cache_seconds=0, clock=clock)
-    operator = Reshard(Click, clock=clock)
-    operator.start(TO_HASH, settle_seconds=1)
+    deployed, operator, _ = _started(Click, TO_HASH, clock)
     big = 10**37  # 38 digits: a float spelling 1e+37 is the same DynamoDB number
     serial = iter(range(200, 1000))
 
