@@ -9,14 +9,18 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 
 from shardmodel import (
+    BucketKeyAttribute,
     CounterAttribute,
     HashShards,
     NormalizedAttribute,
     OrderedShards,
     RandomShards,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
     ShardedKeyAttribute,
     ShardedModel,
     TimeBuckets,
+    TimeSeriesModel,
 )
 
 
@@ -177,8 +181,53 @@ class OrderedReading(ShardedModel):
     value = UnicodeAttribute(null=True)
 
 
+class SensorSeries(TimeSeriesModel):
+    """The time-series guide's production layout: PK "<sha256(sensor) % 16>#<hour>",
+    SK "<sensor>#<UTC time>Z"."""
+
+    class Meta:
+        table_name = "reshard-sensor-series"
+        region = "us-east-1"
+
+    pk = BucketKeyAttribute(
+        strategy=[
+            HashShards(16, on="sensor_id", algorithm="sha256"),
+            TimeBuckets("timestamp", "hour"),
+        ],
+        attr_name="PK",
+    )
+    sk = SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK")
+    sensor_id = UnicodeAttribute()
+    timestamp = SeriesTimeAttribute()
+    value = NumberAttribute(null=True)
+
+
+def series_redeployed(count: int, counts_before: dict[str, int] | None = None) -> Any:
+    """SensorSeries as other code declares it: ``count`` shards (and ``counts_before``),
+    on the same table; a class of its own follows (or ignores) the change by itself."""
+    meta = type("Meta", (), {k: v for k, v in vars(SensorSeries.Meta).items() if k[0] != "_"})
+    namespace = {
+        "Meta": meta,
+        "__module__": SensorSeries.__module__,
+        "pk": BucketKeyAttribute(
+            strategy=[
+                HashShards(count, on="sensor_id", algorithm="sha256"),
+                TimeBuckets("timestamp", "hour"),
+            ],
+            counts_before=counts_before,
+            attr_name="PK",
+        ),
+        "sk": SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK"),
+        "sensor_id": UnicodeAttribute(),
+        "timestamp": SeriesTimeAttribute(),
+        "value": NumberAttribute(null=True),
+    }
+    return type(f"SensorSeries{count}", (TimeSeriesModel,), namespace)
+
+
 MIGRATION_MODELS = (
     Reading,
+    SensorSeries,
     WideReading,
     Click,
     WideClick,

@@ -17,7 +17,7 @@ from shardmodel.cli.registry import CommandError, Subparsers, UsageError, add_co
 from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards
 from shardmodel.migration.backfill import Progress
-from shardmodel.migration.reshard import JOBS, Reshard
+from shardmodel.migration.reshard import Reshard
 from shardmodel.migration.state import MigrationState, Phase
 
 __all__ = ["add_reshard_parser", "run_reshard"]
@@ -114,7 +114,7 @@ def describe(operator: Reshard, state: MigrationState | None) -> str:
         scanned = sum(p.scanned for p in segments)
         changed = sum(p.changed for p in segments)
         text += (
-            f"; {JOBS[state.phase]}: {done}/{len(segments)} segments done, "
+            f"; {operator.job_of(state)}: {done}/{len(segments)} segments done, "
             f"{scanned:,} items scanned, {changed:,} changed"
         )
     return text
@@ -122,7 +122,7 @@ def describe(operator: Reshard, state: MigrationState | None) -> str:
 
 def _progress(operator: Reshard, state: MigrationState) -> Progress:
     total = operator.estimate().items // max(state.segments, 1) or None
-    return Progress(JOBS.get(state.phase, "scan"), total)
+    return Progress(operator.job_of(state) or "scan", total)
 
 
 def _step(operator: Reshard, args: argparse.Namespace) -> int:
@@ -131,7 +131,7 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
         if args.to is None:
             raise UsageError("--step: give --to N (or --boundaries FILE) to start")
         state = operator.start(args.to, args.settle, args.segments)
-    elif state.phase in JOBS and any(not p.done for p in operator.job_progress(state)):
+    elif operator.job_of(state) and any(not p.done for p in operator.job_progress(state)):
         if state.phase == Phase.DONE and operator.settle_left(state) > 0:
             print(describe(operator, state))
             print(f"hold: the sweep waits {operator.settle_left(state):.0f}s more")
@@ -140,7 +140,10 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
     elif state.phase == Phase.DONE:
         print(describe(operator, state))
         declares = (
-            state.new_strategy.describe(state.new_count)
+            f"HashShards({state.new_count}, ...) with counts_before="
+            f"{{{state.cutover!r}: {state.old_count}}}"
+            if state.series
+            else state.new_strategy.describe(state.new_count)
             if state.new_strategy is not None
             else f"{state.new_count} shards"
             if state.new_boundaries is None

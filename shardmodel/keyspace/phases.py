@@ -160,6 +160,10 @@ class MigrationState:
     #: both sides; None for a count or boundaries change
     old_strategy: StrategySpec | None = None
     new_strategy: StrategySpec | None = None
+    #: a time series' count change: the label of the first bucket with the new count (set
+    #: when the change leaves prepare); None otherwise
+    series: bool = False
+    cutover: str | None = None
 
     @property
     def change(self) -> str:
@@ -169,6 +173,9 @@ class MigrationState:
             old = self.old_strategy.describe(self.old_count)
             return f"{old} -> {self.new_strategy.describe(self.new_count)}"
         what = "shards" if self.new_boundaries is None else "ordered ranges"
+        if self.series:
+            start = "(bucket not chosen yet)" if self.cutover is None else self.cutover
+            what = f"shards from bucket {start}"
         return f"{self.old_count} -> {self.new_count} {what}"
 
     def layouts(self, model_name: str, declared: KeyLayout) -> tuple[KeyLayout, KeyLayout]:

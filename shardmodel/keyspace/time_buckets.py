@@ -143,7 +143,7 @@ class TimeBuckets:
         start, end = text_span(self.on, lower)[0], text_span(self.on, upper)[1]
         if end < start:
             return []
-        step = _label_step(self.format)
+        step = label_step(self.format)
         moment = start
         labels: list[str] = []
         while True:
@@ -179,7 +179,7 @@ def _sample_labels(fmt: str) -> list[str]:
     return [bucket_label(moment, fmt) for moment in moments]
 
 
-def _label_step(fmt: str) -> timedelta:
+def label_step(fmt: str) -> timedelta:
     """The smallest time unit a format shows: stepping by it visits every label."""
     if "%f" in fmt:
         return timedelta(microseconds=1)

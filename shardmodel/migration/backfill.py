@@ -38,7 +38,7 @@ from shardmodel.keyspace.phases import (
 )
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 
-__all__ = ["Progress", "ScanJob"]
+__all__ = ["Progress", "ScanJob", "condition_failed"]
 
 log = logging.getLogger("shardmodel.reshard")
 
@@ -102,7 +102,7 @@ class Progress:
             log.info("%s", self.line(scanned, changed, now))
 
 
-def _condition_failed(error: ClientError) -> bool:
+def condition_failed(error: ClientError) -> bool:
     code = error.response.get("Error", {}).get("Code", "")
     return code in ("ConditionalCheckFailedException", "TransactionCanceledException")
 
@@ -162,6 +162,10 @@ class ScanJob:
                 f"the {self.job} runs in phase {expected.value}, but the migration is in "
                 f"phase {self.migration.state.phase.value}; advance it first"
             )
+        return self._scan()
+
+    def _scan(self) -> SegmentProgress:
+        """The segment's scan from its checkpoint, each row to :meth:`_handle`."""
         progress, version = self.store.segment(self.job, self.segments, self.segment)
         while not progress.done:
             request: dict[str, Any] = {
@@ -228,7 +232,7 @@ class ScanJob:
                 ExpressionAttributeValues={":state": {"S": state}},
             )
         except ClientError as error:
-            if _condition_failed(error):
+            if condition_failed(error):
                 return False
             raise
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
 
 from attrs import evolve
 from pynamodb.exceptions import TableDoesNotExist
@@ -12,6 +13,8 @@ from pynamodb.models import Model
 from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
+from shardmodel.keyspace.bucket_counts import first_bucket_after
+from shardmodel.keyspace.keys import KeyLayout
 from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.phases import (
     PHASES,
@@ -26,7 +29,8 @@ from shardmodel.keyspace.phases import (
 from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards, RandomShards
 from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.estimate import Estimate, moving_fraction, sampled_size
-from shardmodel.migration.rules import ReshardWatch, check_reshardable
+from shardmodel.migration.rules import ReshardWatch, check_reshardable, is_series
+from shardmodel.migration.series_cleanup import SeriesCleanup
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 
 __all__ = ["Estimate", "Reshard"]
@@ -37,6 +41,11 @@ Target = int | Sequence[str] | OrderedShards | HashShards
 
 #: Phases that end with a scan job; the next phase (or --finish) waits for every segment.
 JOBS = {phase: rules.job for phase, rules in RULES.items() if rules.job is not None}
+
+#: A time series' count change: nothing moves but the readings a process that had not
+#: seen the change wrote with the old count into buckets from the cutover on.
+SERIES_PHASES = (Phase.PREPARE, Phase.READ_NEW, Phase.CLEANUP, Phase.DONE)
+SERIES_JOBS = {Phase.CLEANUP: "cleanup"}
 
 
 #: DynamoDB's largest TotalSegments.
@@ -94,11 +103,27 @@ class Reshard:
     ) -> None:
         check_reshardable(model)
         self.model = model
+        self.series = is_series(model)
         self.clock = clock or SystemClock()
         self.store = MigrationStore(model, table_name)
         self.watch = ReshardWatch(model, self.store, cache_seconds=0, clock=self.clock)
 
     # -- state --------------------------------------------------------------------------
+
+    def _layout(self) -> KeyLayout:
+        """The declared layout of the key that changes (a time series: its bucket key)."""
+        if self.series:
+            return self.model._series_layout.pk().layout  # type: ignore[attr-defined,no-any-return]
+        return sharding_of(self.model).key().layout
+
+    def _key_name(self) -> str:
+        if self.series:
+            return self.model._series_layout.pk().attr_name  # type: ignore[attr-defined,no-any-return]
+        return sharding_of(self.model).key().attr_name
+
+    def job_of(self, state: MigrationState) -> str | None:
+        """The scan job of the state's phase (None: it has none)."""
+        return (SERIES_JOBS if state.series else JOBS).get(state.phase)
 
     def status(self) -> MigrationState | None:
         """The migration state, read strongly consistent (None: no migration)."""
@@ -121,7 +146,7 @@ class Reshard:
         :meth:`swap_of` first).
         """
         name = self.model.__name__
-        layout = sharding_of(self.model).key().layout
+        layout = self._layout()
         strategy = layout.strategies[numbered_position(name, layout)]
         if isinstance(to, HashShards):
             return to.n, None
@@ -160,7 +185,7 @@ class Reshard:
         if not isinstance(to, HashShards):
             return None
         name = self.model.__name__
-        layout = sharding_of(self.model).key().layout
+        layout = self._layout()
         strategy = layout.strategies[numbered_position(name, layout)]
         where = f"reshard {name} to {to!r}"
         if not isinstance(strategy, RandomShards | HashShards):
@@ -202,7 +227,7 @@ class Reshard:
         """A new shard count: a whole number in range, not the current one, and not a
         shrink a random layout cannot do online."""
         name = self.model.__name__
-        layout = sharding_of(self.model).key().layout
+        layout = self._layout()
         if isinstance(to, bool) or not isinstance(to, int) or not 1 <= to <= MAX_SHARDS:
             raise ShardConfigurationError(
                 f"reshard --to {to!r}: give a shard count between 1 and {MAX_SHARDS}"
@@ -230,8 +255,9 @@ class Reshard:
         """Begin a change to ``to`` shards (an OrderedShards key: to the boundaries ``to``;
         a ``HashShards``: a strategy swap, see :meth:`swap_of`): phase prepare."""
         name = self.model.__name__
-        layout = sharding_of(self.model).key().layout
+        layout = self._layout()
         old = shard_count(name, layout)
+        self._check_series_target(to)
         swap = self.swap_of(to)
         to, boundaries = self.target(to)
         if boundaries is None and swap is None:
@@ -256,8 +282,18 @@ class Reshard:
             new_boundaries=boundaries,
             old_strategy=swap[0] if swap else None,
             new_strategy=swap[1] if swap else None,
+            series=self.series,
         )
         return self.store.write(state)
+
+    def _check_series_target(self, to: Target) -> None:
+        """A time series changes its shard count only."""
+        if self.series and not isinstance(to, int | float | str):
+            raise ShardConfigurationError(
+                f"reshard {self.model.__name__} to {to!r}: a time series changes its "
+                "HashShards count from a bucket on (give --to N); its strategy and buckets "
+                "stay"
+            )
 
     def check_table(self) -> None:
         """The main table exists and its key schema is the model's.
@@ -277,7 +313,7 @@ class Reshard:
             ) from None
         schema = {k["KeyType"]: k["AttributeName"] for k in described.get("KeySchema", [])}
         range_attr = model._range_key_attribute()  # type: ignore[no-untyped-call]
-        expected = {"HASH": sharding_of(model).key().attr_name}
+        expected = {"HASH": self._key_name()}
         if range_attr is not None:
             expected["RANGE"] = range_attr.attr_name
         if schema != expected:
@@ -293,7 +329,7 @@ class Reshard:
 
     def job_progress(self, state: MigrationState) -> list[SegmentProgress]:
         """Every segment's progress of the current phase's job (empty without a job)."""
-        job = JOBS.get(state.phase)
+        job = self.job_of(state)
         return [] if job is None else self.store.progress(job, state.segments)
 
     def advance(self) -> MigrationState:
@@ -313,11 +349,23 @@ class Reshard:
         unfinished = [p.segment for p in self.job_progress(state) if not p.done]
         if unfinished:
             raise MigrationConflictError(
-                f"the {JOBS[state.phase]} has not finished segments {unfinished}; run them "
+                f"the {self.job_of(state)} has not finished segments {unfinished}; run them "
                 "(reshard --step, or --segments N --segment i on each host)"
             )
+        now = self.clock.now()
+        if state.series:
+            following = SERIES_PHASES[SERIES_PHASES.index(state.phase) + 1]
+            cutover = state.cutover
+            if following == Phase.READ_NEW:
+                # every process sees the bucket before it begins: a settle time ahead
+                cutover = first_bucket_after(
+                    self.model._series_layout.bucket_format(),  # type: ignore[attr-defined]
+                    datetime.fromtimestamp(now + state.settle_seconds, timezone.utc),
+                )
+            changed = evolve(state, phase=following, changed_at=now, cutover=cutover)
+            return self.store.write(changed)
         following = PHASES[PHASES.index(state.phase) + 1]
-        return self.store.write(evolve(state, phase=following, changed_at=self.clock.now()))
+        return self.store.write(evolve(state, phase=following, changed_at=now))
 
     def run_job(
         self,
@@ -332,7 +380,7 @@ class Reshard:
         migration = self.watch.refresh()
         if migration is None:
             raise MigrationConflictError(f"{self.model.__name__}: no migration in progress")
-        job = JOBS.get(migration.state.phase)
+        job = self.job_of(migration.state)
         if job is None:
             raise MigrationConflictError(
                 f"phase {migration.state.phase.value} has no job to run (backfill, cleanup "
@@ -353,6 +401,13 @@ class Reshard:
                 f"0..{total - 1}"
             )
         chosen = range(total) if segment is None else [segment]
+        if migration.state.series:
+            return [
+                SeriesCleanup(
+                    self.model, migration, self.store, i, page_size, progress, fault
+                ).run()
+                for i in chosen
+            ]
         return [
             ScanJob(
                 self.model, migration, self.store, job, i, page_size, progress, fault, sleep
@@ -374,7 +429,10 @@ class Reshard:
                 "in the table; run it first (reshard --step)"
             )
         name = self.model.__name__
-        layout = sharding_of(self.model).key().layout
+        layout = self._layout()
+        if state.series:
+            self._finish_series(state)
+            return
         if state.new_boundaries is not None:
             if declared_boundaries(name, layout) != state.new_boundaries:
                 raise MigrationConflictError(
@@ -407,6 +465,22 @@ class Reshard:
             )
         self.store.remove()
 
+    def _finish_series(self, state: MigrationState) -> None:
+        """Remove a time series' count change once the code declares it."""
+        series = self.model._series_layout  # type: ignore[attr-defined]
+        old, new, cutover = state.old_count, state.new_count, state.cutover
+        assert cutover is not None  # set when the change left prepare
+        if not series.schedule.declares(cutover, old, new):
+            raise MigrationConflictError(
+                f"{self.model.__name__} declares {series.schedule.last} shards with "
+                f"counts_before={series.schedule.describe()}: once the state is removed, that "
+                f"code would read and write the buckets from {cutover!r} on with the wrong "
+                f"count; deploy the code that declares HashShards({new}, ...) and "
+                f"BucketKeyAttribute(counts_before={{{cutover!r}: {old}}}) (keep earlier "
+                "entries), then run --finish from it"
+            )
+        self.store.remove()
+
     def abort(self) -> MigrationState:
         """Remove the state of a migration that has moved nothing yet; returns it.
 
@@ -418,6 +492,13 @@ class Reshard:
             MigrationConflictError: no migration, or one that has started moving items.
         """
         state = self._required()
+        if state.series and state.cutover is not None:
+            raise MigrationConflictError(
+                f"the count change is in phase {state.phase.value}: readings from bucket "
+                f"{state.cutover!r} on may already be written with {state.new_count} shards, "
+                "where only code following the change finds them; take it forward to done "
+                "(reshard --step)"
+            )
         if state.at(Phase.BACKFILL):
             raise MigrationConflictError(
                 f"the migration is in phase {state.phase.value}: items have moved to their "
@@ -433,6 +514,9 @@ class Reshard:
     ) -> Iterator[MigrationState]:
         """Every step to ``to`` shards, waiting out each settle time; yields each state."""
         state = self.status() or self.start(to, settle_seconds, segments)
+        if state.series:
+            yield from self._series_steps(state, to, page_size)
+            return
         if state.new_strategy is not None or isinstance(to, HashShards):
             asked = (StrategySpec.of(to), to.n) if isinstance(to, HashShards) else None
             if asked != (state.new_strategy, state.new_count):
@@ -464,6 +548,29 @@ class Reshard:
             state = self.advance()
             yield state
 
+    def _series_plan(self, old: int, to: int, settle: float, segments: int) -> str:
+        cost = self._estimate(to)
+        name, table = self.model.__name__, self.model.Meta.table_name
+        return _series_text(name, table, old, to, settle, segments, cost)
+
+    def _series_steps(
+        self, state: MigrationState, to: Target, page_size: int
+    ) -> Iterator[MigrationState]:
+        if state.new_count != to:
+            raise MigrationConflictError(
+                f"a change to {state.new_count} shards is in progress, not to {to}"
+            )
+        yield state
+        while True:
+            job = self.job_of(state)
+            if job is not None:
+                self.run_job(page_size=page_size, progress=Progress(job, None))
+            if state.phase == Phase.DONE:
+                return
+            self.clock.sleep(self.settle_left(state))
+            state = self.advance()
+            yield state
+
     # -- the plan -----------------------------------------------------------------------
 
     def estimate(self, to: Target | None = None) -> Estimate:
@@ -476,7 +583,7 @@ class Reshard:
 
     def _estimate(self, count: int, swap: bool = False) -> Estimate:
         name = self.model.__name__
-        layout = sharding_of(self.model).key().layout
+        layout = self._layout()
         old = shard_count(name, layout)
         table = self.model._get_connection().describe_table()
         items = int(table.get("ItemCount", 0))
@@ -485,6 +592,16 @@ class Reshard:
         if items == 0:  # new, or not yet counted: look
             items, size, source = sampled_size(self.model)
         avg = size / items if items else 0.0
+        if self.series:  # one scan; only readings a lagging process wrote past the cutover move
+            return Estimate(
+                items=items,
+                avg_item_bytes=avg,
+                moving=0,
+                requests=math.ceil(items / 100) if items else 1,
+                read_units=math.ceil(size / 4096),
+                write_units=0,
+                source=source,
+            )
         numbered = layout.strategies[numbered_position(name, layout)]
         moving = round(items * moving_fraction(numbered, old, count, swap))
         pages = math.ceil(items / 100) if items else 1
@@ -505,9 +622,15 @@ class Reshard:
     def plan(self, to: Target, settle_seconds: float = 30.0, segments: int = 1) -> str:
         """The dry-run text: the phases to ``to`` shards and what they will cost."""
         name = self.model.__name__
-        old = shard_count(name, sharding_of(self.model).key().layout)
+        old = shard_count(name, self._layout())
+        self._check_series_target(to)
         swap = self.swap_of(to)
         to, boundaries = self.target(to)
+        if self.series:
+            check_settle(settle_seconds)
+            check_segments(segments)
+            self._check_count(to, old)
+            return self._series_plan(old, to, settle_seconds, segments)
         cost = self._estimate(to, swap is not None)
         what = "shards" if boundaries is None else "ordered ranges"
         change, declare = f"{old} -> {to} {what}", f"{to} {what}"
@@ -547,6 +670,29 @@ class Reshard:
             f"shortest duration: {7 * settle_seconds:g}s of settling plus the three scans",
         ]
         return "\n".join(lines)
+
+
+def _series_text(
+    name: str, table: str, old: int, to: int, settle: float, segments: int, cost: Estimate
+) -> str:
+    lines = [
+        f"reshard {name} (table {table}): {old} -> {to} shards from a bucket that has not "
+        f"begun yet, {segments} scan segment(s), {settle:g}s settle between phases",
+        "",
+        "  1. prepare     processes start following; every bucket keeps its count",
+        f"  2. read_new    the first bucket at least {settle:g}s ahead gets {to} shards, and "
+        "every later one; earlier buckets keep theirs (nothing moves)",
+        "  3. cleanup     move the readings a process that had not seen the change wrote "
+        "with the old count into those buckets (dated ahead of the clock)",
+        f"  4. done        declare HashShards({to}, ...) with counts_before={{<bucket>: {old}}} "
+        "in the code, then reshard --finish",
+        "",
+        f"estimate: ~{cost.requests:,} requests and {cost.read_units:,.0f} RCU for the cleanup "
+        f"scan of ~{cost.items:,} readings (from {cost.source}); no read covers more "
+        "partitions than before: each bucket has one count",
+        f"shortest duration: {3 * settle:g}s of settling plus the scan",
+    ]
+    return "\n".join(lines)
 
 
 def _boundaries_of(to: Target) -> tuple[str, ...]:

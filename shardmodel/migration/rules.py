@@ -32,7 +32,7 @@ from shardmodel.keyspace.phases import (
 from shardmodel.keyspace.strategies import RandomShards
 from shardmodel.migration.state import MigrationStore
 
-__all__ = ["ReshardWatch", "check_reshardable", "follow", "unfollow"]
+__all__ = ["ReshardWatch", "check_reshardable", "follow", "is_series", "unfollow"]
 
 
 class ReshardWatch:
@@ -86,6 +86,8 @@ class ReshardWatch:
         """The migration ``state`` describes for this model's declared layout."""
         if state is None:
             return None
+        if state.series:
+            return self._series(state)
         name = self.model.__name__
         key = sharding_of(self.model).spec.table_key()
         assert key is not None  # follow() checked the model
@@ -104,6 +106,31 @@ class ReshardWatch:
                 f"declare {state.old_count} or {state.new_count}"
             )
         return ActiveMigration(state, *state.layouts(name, declared))
+
+    def _series(self, state: MigrationState) -> ActiveMigration:
+        """A time series' count change: before its first bucket is chosen the code declares
+        the old count; then the old count, or the new one with the change declared."""
+        name = self.model.__name__
+        layout = self.model._series_layout  # type: ignore[attr-defined]
+        schedule = layout.schedule
+        old, new, cutover = state.old_count, state.new_count, state.cutover
+        if cutover is None:
+            if schedule.last != old:
+                raise ShardConfigurationError(
+                    f"{name} declares {schedule.last} shards, but the count change of table "
+                    f"{state.table!r} ({state.change}) has not chosen its first bucket yet "
+                    f"(phase {state.phase.value}); declare {old} until reshard --step "
+                    "chooses it"
+                )
+        elif schedule.last != old and not schedule.declares(cutover, old, new):
+            raise ShardConfigurationError(
+                f"{name} declares {schedule.last} shards with counts_before="
+                f"{schedule.describe()}, but the count change of table {state.table!r} "
+                f"moves {old} -> {new} shards from bucket {cutover!r}; declare "
+                f"HashShards({old}, ...), or HashShards({new}, ...) with "
+                f"counts_before={{{cutover!r}: {old}}} on the BucketKeyAttribute"
+            )
+        return ActiveMigration(state, layout.layout_with(old), layout.layout_with(new))
 
     def _ordered(self, state: MigrationState, declared: KeyLayout) -> ActiveMigration:
         """An OrderedShards boundaries change: the code declares the old or the new ones."""
@@ -139,13 +166,13 @@ def check_reshardable(model: type[Model]) -> None:
         spec = sharding_of(model).spec
     except ShardConfigurationError:
         raise ShardConfigurationError(f"{name}: no sharded partition key to reshard") from None
-    if _is_series(model):
-        raise ShardConfigurationError(
-            f"{name}: a TimeSeriesModel's shard count is not changed online yet: its series "
-            "reads (query_series, latest, count_series) work out their bucket keys "
-            "themselves, outside the placement a migration moves; write to a second model "
-            "with the new count on a new table from a chosen hour on, and read both"
-        )
+    if is_series(model):
+        if model._series_layout.schedule is None:  # type: ignore[attr-defined]
+            raise ShardConfigurationError(
+                f"{name}: a time-series model's shard count changes from a bucket on, so its "
+                "partition key needs exactly one HashShards and one TimeBuckets"
+            )
+        return
     attr = spec.table_key()
     if attr is None:
         indexed = [a.attr_name for a in spec.index_keys]
@@ -170,7 +197,7 @@ def check_reshardable(model: type[Model]) -> None:
         _check_index(model, attr, index_name, index)
 
 
-def _is_series(model: type[Model]) -> bool:
+def is_series(model: type[Model]) -> bool:
     """True for a TimeSeriesModel (its metaclass gives it a series layout)."""
     return getattr(model, "_series_layout", None) is not None
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from attrs import evolve
 from pynamodb.attributes import Attribute
 from pynamodb.constants import STRING
 
 from shardmodel.errors import ShardConfigurationError
+from shardmodel.keyspace.bucket_counts import check_counts_before
 from shardmodel.keyspace.strategies import MAX_SHARDS
 from shardmodel.model.declaration import ShardedModelMeta
 from shardmodel.timeseries.keys import (
@@ -115,4 +117,15 @@ def _configure(cls: Any) -> SeriesLayout | None:
                 f"is known from the reading; use HashShards(n, on={sort.entity!r}) and "
                 f"TimeBuckets({sort.time!r}, 'hour')"
             )
-    return SeriesLayout((partition, sort), partition_name, sort_name)
+    series = SeriesLayout((partition, sort), partition_name, sort_name)
+    positions = series.counted()
+    if positions is None:
+        if partition.counts_before is not None:
+            raise ShardConfigurationError(
+                f"{model}: BucketKeyAttribute(counts_before=...) needs one HashShards and "
+                "one TimeBuckets in its strategy (the count of each bucket)"
+            )
+        return series
+    count = layout.strategies[positions[0]].n  # type: ignore[attr-defined]
+    schedule = check_counts_before(model, partition.counts_before, series.bucket_format(), count)
+    return evolve(series, schedule=schedule)

@@ -7,21 +7,24 @@ entity and time). :class:`SeriesLayout` is a model's checked declaration of both
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import STRING
 
 from shardmodel.core.times import to_utc
 from shardmodel.engine import Placement
 from shardmodel.errors import ShardKeyError
+from shardmodel.keyspace.bucket_counts import CountSchedule
 from shardmodel.keyspace.keys import KeyLayout
-from shardmodel.keyspace.strategies import KeyValues, Segment, ShardStrategy
+from shardmodel.keyspace.strategies import HashShards, KeyValues, Segment, ShardStrategy
+from shardmodel.keyspace.time_buckets import TimeBuckets
 
 #: DynamoDB's limit on a sort key value, in UTF-8 bytes.
 MAX_SORT_KEY_BYTES = 1024
@@ -73,6 +76,9 @@ class BucketKeyAttribute(UnicodeAttribute):
             ``[HashShards(N, on="sensor_id"), TimeBuckets("timestamp", "hour")]``.
         separator: the string between segments (default ``#``).
         first_shard: the number written for shard 0 (default 0).
+        counts_before: after a shard count change, the counts of earlier buckets: bucket
+            label to the count of the buckets before it, e.g. ``{"2026-11-25T04": 16}``
+            with ``HashShards(32, ...)`` (see :mod:`shardmodel.keyspace.bucket_counts`).
         attr_name: the attribute's name in the table, e.g. ``"PK"``.
     """
 
@@ -83,10 +89,12 @@ class BucketKeyAttribute(UnicodeAttribute):
         strategy: ShardStrategy | Sequence[ShardStrategy],
         separator: str = "#",
         first_shard: int = 0,
+        counts_before: Mapping[str, int] | None = None,
         attr_name: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(hash_key=hash_key, attr_name=attr_name, **kwargs)
+        self.counts_before = counts_before
         self.layout = KeyLayout(
             strategies=strategy, separator=separator, first_shard=first_shard, placement="segments"
         )
@@ -136,12 +144,16 @@ class SeriesLayout:
         keys: the partition key and sort key attributes.
         partition_name: the partition key's python name.
         sort_name: the sort key's python name.
+        schedule: the declared shard count of each bucket (one count, unless the
+            partition key declares ``counts_before``; None without a HashShards and a
+            TimeBuckets).
     """
 
     # kept in a tuple: an Attribute held bare acts as a descriptor to type checkers
     keys: tuple[BucketKeyAttribute, SeriesKeyAttribute]
     partition_name: str
     sort_name: str
+    schedule: CountSchedule | None = None
 
     def pk(self) -> BucketKeyAttribute:
         """The partition key attribute."""
@@ -193,9 +205,40 @@ class SeriesLayout:
             canonical[self.time] = series_time_text(moment)
         return KeyValues(logical_key=entity, values=values, canonical=canonical)
 
-    def partition_key(self, entity: str, moment: datetime) -> str:
+    def counted(self) -> tuple[int, int] | None:
+        """The positions of the HashShards and the TimeBuckets a count change needs
+        (None: the layout has not exactly one of each)."""
+        strategies = self.pk().layout.strategies
+        hashes = [i for i, s in enumerate(strategies) if isinstance(s, HashShards)]
+        buckets = [i for i, s in enumerate(strategies) if isinstance(s, TimeBuckets)]
+        if len(hashes) != 1 or len(buckets) != 1:
+            return None
+        return hashes[0], buckets[0]
+
+    def bucket_format(self) -> str:
+        """The strftime format of the bucket labels (a counted layout only)."""
+        positions = self.counted()
+        assert positions is not None
+        bucket = self.pk().layout.strategies[positions[1]]
+        assert isinstance(bucket, TimeBuckets)
+        return bucket.format
+
+    def layout_with(self, count: int) -> KeyLayout:
+        """The partition key's layout with its HashShards at ``count`` shards."""
+        return _resized(self.pk().layout, count)
+
+    def partition_key(
+        self, entity: str, moment: datetime, schedule: CountSchedule | None = None
+    ) -> str:
+        """The bucket partition key of one reading (its bucket's count from ``schedule``)."""
         key = self.key_values(entity, moment)
-        return self.pk().compose([s.pick(key, _UNUSED_RNG) for s in self.pk().layout.strategies])
+        layout = self.pk().layout
+        if schedule is not None:
+            positions = self.counted()
+            assert positions is not None
+            label = layout.strategies[positions[1]].pick(key, _UNUSED_RNG)
+            layout = self.layout_with(schedule.count(str(label)))
+        return layout.join("", [s.pick(key, _UNUSED_RNG) for s in layout.strategies])
 
     def escalated(self, partition_key: str, sort_key: str, count: int) -> str:
         """A hot entity's partition key: one of ``count`` sub-partitions of its bucket.
@@ -217,7 +260,14 @@ class SeriesLayout:
         ]
 
     def partitions(
-        self, entity: str, low: datetime, high: datetime, *, what: str, bound: int
+        self,
+        entity: str,
+        low: datetime,
+        high: datetime,
+        *,
+        what: str,
+        bound: int,
+        schedule: CountSchedule | None = None,
     ) -> list[list[str]]:
         """The partitions holding ``entity``'s readings from ``low`` to ``high``, by bucket.
 
@@ -227,10 +277,35 @@ class SeriesLayout:
         Raises:
             FanOutLimitError: more partitions than ``bound``, before any request.
         """
-        return Placement(self.pk().layout).partitions(
-            self.key_values(entity, None),
-            what=what,
-            bound=bound,
-            bounds={self.time: (low, high)},
-            sort_name=self.time,
-        )
+        key = self.key_values(entity, None)
+        bounds = {self.time: (low, high)}
+        if schedule is None:
+            return Placement(self.pk().layout).partitions(
+                key, what=what, bound=bound, bounds=bounds, sort_name=self.time
+            )
+        by_count = {
+            count: Placement(self.layout_with(count)).partitions(
+                key, what=what, bound=bound, bounds=bounds, sort_name=self.time
+            )
+            for count in sorted({schedule.last, *(c for _, c in schedule.changes)})
+        }
+        if len(by_count) == 1:
+            return next(iter(by_count.values()))
+        # each count's enumeration has one group per bucket, in time order: a bucket
+        # takes the group of its own count
+        positions = self.counted()
+        assert positions is not None
+        layout = self.pk().layout
+        chosen = []
+        for index, groups in enumerate(zip(*by_count.values(), strict=True)):
+            label = layout.split(groups[0][0])[1][positions[1]]
+            chosen.append(by_count[schedule.count(label)][index])
+        return chosen
+
+
+@functools.lru_cache(maxsize=256)
+def _resized(layout: KeyLayout, count: int) -> KeyLayout:
+    strategies = tuple(
+        evolve(s, n=count) if isinstance(s, HashShards) else s for s in layout.strategies
+    )
+    return evolve(layout, strategies=strategies)

@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, TypeVar
 
+from attrs import evolve
 from pynamodb.constants import STRING
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
-from shardmodel.core.times import to_utc
+from shardmodel.core.times import bucket_label, to_utc
 from shardmodel.engine import sharding_of
-from shardmodel.engine.cursor import conditions_digest, encode_cursor
+from shardmodel.engine.cursor import Cursor, ShardPosition, conditions_digest, encode_cursor
 from shardmodel.engine.items import with_keys
 from shardmodel.engine.merge import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
 from shardmodel.errors import QueryValidationError, ShardConfigurationError, ShardKeyError
 from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
+from shardmodel.keyspace.bucket_counts import CountSchedule, during
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
 from shardmodel.timeseries.aio import AsyncSeriesMethods
 from shardmodel.timeseries.declaration import TimeSeriesMeta, hot_count
-from shardmodel.timeseries.keys import SeriesLayout
+from shardmodel.timeseries.keys import SeriesLayout, series_time_text
 
 _S = TypeVar("_S", bound="TimeSeriesModel")
 _RawItem = dict[str, dict[str, Any]]
@@ -41,6 +43,54 @@ def _chunks(buckets: list[list[str]], width: int) -> list[list[str]]:
         else:
             groups.append(list(bucket))
     return groups
+
+
+def _realigned(
+    cursor: Cursor,
+    buckets: list[list[str]],
+    key_names: list[str],
+    forward: bool,
+    bucket_of: Callable[[str], str],
+    time_bucket_of: Callable[[str], str],
+) -> Cursor:
+    """Every partition of a resumed read continues after the cursor's last sort key.
+
+    One entity's readings sort by time in every partition, and the last sort key the
+    cursor returned is where the merge stood: as an unsharded query resumes after its
+    ExclusiveStartKey, each partition resumes after it, so a reading written since into
+    a bucket that was empty then (or moved there by a count change's cleanup) is
+    returned once if it sorts after that point. Buckets wholly on the read side of it
+    stay finished.
+    """
+    marks = [p.start[key_names[1]]["S"] for p in cursor.shards if p.start is not None]
+    if not marks:
+        return evolve(
+            cursor,
+            shards=tuple(ShardPosition(k, None, False) for bucket in buckets for k in bucket),
+        )
+    mark = max(marks) if forward else min(marks)
+    reached = time_bucket_of(mark)
+    shards = []
+    for bucket in buckets:
+        label = bucket_of(bucket[0])
+        passed = label < reached if forward else label > reached
+        for key in bucket:
+            start = {key_names[0]: {"S": key}, key_names[1]: {"S": mark}}
+            shards.append(
+                ShardPosition(key, None, True) if passed else ShardPosition(key, start, False)
+            )
+    return evolve(cursor, shards=tuple(shards))
+
+
+def _moves(layout: SeriesLayout, loaded: str, bucket: str, cutover: str) -> bool:
+    """True when ``loaded``, a reading's stored partition, is its partition before a count
+    change that gives its bucket (from ``cutover`` on) the partition ``bucket``."""
+    separator = layout.pk().layout.separator
+    if loaded == bucket or loaded.startswith(bucket + separator):
+        return False
+    positions = layout.counted()
+    assert positions is not None
+    return layout.pk().layout.split(bucket)[1][positions[1]] >= cutover
 
 
 class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta):
@@ -79,8 +129,11 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
 
     # -- keys on write ----------------------------------------------------------------
 
-    def _fill_series_keys(self) -> None:
-        """Set both keys from the entity and time; the time becomes a UTC ``datetime``."""
+    def _fill_series_keys(self, whole: bool = False) -> None:
+        """Set both keys from the entity and time; the time becomes a UTC ``datetime``.
+
+        ``whole``: the keys of a put (the whole item); else of an update or delete.
+        """
         layout = self._series()
         model = type(self).__name__
         entity = layout.check_entity(getattr(self, layout.entity), f"{model}.{layout.entity}")
@@ -93,18 +146,55 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         moment = to_utc(f"{model}.{layout.time}", value)
         setattr(self, layout.time, moment)
         sort_key = layout.sk().compose(entity, moment)
+        schedule, cutover = type(self)._counts()
+        bucket = layout.partition_key(entity, moment, schedule)
+        partition_key = layout.escalated(bucket, sort_key, hot_count(type(self), entity))
         loaded = self._loaded_keys
-        if loaded is not None and loaded[1] == sort_key:
-            partition_key = loaded[0]  # keep the stored item's partition, as it was written
-        else:
-            bucket = layout.partition_key(entity, moment)
-            partition_key = layout.escalated(bucket, sort_key, hot_count(type(self), entity))
+        if loaded is not None and loaded[1] == sort_key and loaded[0] != partition_key:
+            if cutover is None or not _moves(layout, loaded[0], bucket, cutover):
+                partition_key = loaded[0]  # keep the stored item's partition, as it was written
+            elif not whole:
+                raise ShardKeyError(
+                    f"{model}({layout.entity}={entity!r}, {layout.time}="
+                    f"{series_time_text(moment)}) was loaded from {loaded[0]!r}, its "
+                    f"partition before the shard count change from bucket {cutover!r}; the "
+                    "change's cleanup moves it to its new partition: save() it whole (a put "
+                    "to the new partition) or update or delete it after reshard --step has "
+                    "run the cleanup"
+                )
         setattr(self, layout.partition_name, partition_key)
         setattr(self, layout.sort_name, sort_key)
 
+    @classmethod
+    def _bucket_of(cls, partition_key: str) -> str:
+        """The bucket label of a bucket's partition key ("" without TimeBuckets)."""
+        layout = cls._series()
+        positions = layout.counted()
+        return "" if positions is None else layout.pk().layout.split(partition_key)[1][positions[1]]
+
+    @classmethod
+    def _time_bucket_of(cls, sort_key: str) -> str:
+        """The bucket label of a stored sort key's time ("" without TimeBuckets)."""
+        layout = cls._series()
+        if layout.counted() is None:
+            return ""
+        text = sort_key.rpartition(layout.sk().separator)[2]
+        return bucket_label(to_utc("last_evaluated_key", text), layout.bucket_format())
+
+    @classmethod
+    def _counts(cls) -> tuple[CountSchedule | None, str | None]:
+        """The shard count of each bucket as this operation sees it, and the bucket a
+        count change in progress starts from (None: none)."""
+        layout = cls._series()
+        if layout.schedule is None:
+            return None, None
+        migration = sharding_of(cls).migration()
+        state = None if migration is None else migration.state
+        return during(layout.schedule, state), None if state is None else state.cutover
+
     def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
         """The stored item: both keys computed, entity and time only in the sort key."""
-        self._fill_series_keys()
+        self._fill_series_keys(whole=True)
         data = super().serialize(null_check=null_check)
         for name in self._derived_names():
             data.pop(name, None)
@@ -253,7 +343,10 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
                 )
         bound = request_bound(cls, max_requests)
         where = f"{name}.{what}({entity!r})"
-        partitions = layout.partitions(entity, low, high, what=where, bound=bound)
+        schedule = cls._counts()[0]
+        partitions = layout.partitions(
+            entity, low, high, what=where, bound=bound, schedule=schedule
+        )
         count = hot_count(cls, entity)
         if count > 1:  # a hot entity: every sub-partition of each bucket, merged in order
             partitions = [
@@ -358,11 +451,15 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
             identity,
             groups,
             secret,
-            moving=False,
+            moving=cls._series().schedule is not None,
             keys={key: STRING for key in key_names},
             partition=key_names[0],
             range_condition=condition,
         )
+        if resumed is not None:
+            resumed = _realigned(
+                resumed, buckets, key_names, forward, cls._bucket_of, cls._time_bucket_of
+            )
         fetch = sharding_of(cls).executor.query_fetcher(
             range_key_condition=condition,
             filter_condition=filter_condition,
@@ -405,7 +502,7 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         moment = to_utc(f"{name}.get_reading(at)", at)
         check_fan_out(f"{name}.get_reading({entity!r})", 1, request_bound(cls))
         sort_key = layout.sk().compose(entity, moment)
-        bucket = layout.partition_key(entity, moment)
+        bucket = layout.partition_key(entity, moment, cls._counts()[0])
         return cls.get(
             layout.escalated(bucket, sort_key, hot_count(cls, entity)),
             sort_key,

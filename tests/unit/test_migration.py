@@ -704,13 +704,16 @@ def test_abort_before_backfill_returns_to_the_declared_layout_and_refuses_after(
 
 
 def test_layout_changes_not_supported_are_refused_with_the_reason() -> None:
-    """A time-series model's count: refused, saying why and what to do instead, before
-    anything is written. (OrderedShards boundaries change online:
-    tests/unit/test_ordered_migration.py.)"""
+    """A time series without a HashShards count: refused, saying why, before anything is
+    written. (A time series' count: tests/unit/test_series_reshard.py; OrderedShards
+    boundaries: tests/unit/test_ordered_migration.py.)"""
+    from shardmodel import TimeBuckets
     from tests.models import OrderedAlbum, SeriesReading
+    from tests.unit.test_series_reshard import series_model
 
-    with pytest.raises(ShardConfigurationError, match="TimeSeriesModel's shard count is not"):
-        Reshard(SeriesReading)
+    with pytest.raises(ShardConfigurationError, match="one HashShards and one TimeBuckets"):
+        Reshard(series_model([TimeBuckets("timestamp", "hour")]))
+    Reshard(SeriesReading)
     Reshard(OrderedAlbum)
 
 

@@ -564,3 +564,33 @@ def test_a_forged_series_cursor_is_refused_before_sending(forge: Any, problem: s
             )
     assert f"start of shard '7#2023-10-27T15' {problem}" in str(raised.value)
     assert sent == []
+
+
+def test_a_resumed_series_read_returns_readings_written_since_into_empty_buckets() -> None:
+    """A bucket empty when the cursor was taken is not finished: a reading written there
+    since, after the cursor's place, is returned on resume (as an unsharded query resumed
+    after its ExclusiveStartKey returns it); one before that place is not, and no bucket
+    the read has passed is read again."""
+    end = AT + timedelta(hours=3)  # four hourly buckets
+    for forward, sensor in ((True, "sensor-fwd"), (False, "sensor-back")):
+        for n in range(3):
+            SeriesReading(sensor_id=sensor, timestamp=AT + timedelta(minutes=n), value=n).save()
+        page = SeriesReading.query_series(sensor, AT, end, limit=2, scan_index_forward=forward)
+        first = [r.value for r in page]
+        cursor = page.last_evaluated_key
+        after, before = (timedelta(hours=2), timedelta(seconds=30))
+        if not forward:
+            after, before = timedelta(seconds=30), timedelta(seconds=90)
+        for offset, value in ((after, 9), (before, 8)):
+            SeriesReading(sensor_id=sensor, timestamp=AT + offset, value=value).save()
+        with sent_requests(SeriesReading) as sent:
+            resumed = SeriesReading.query_series(
+                sensor, AT, end, last_evaluated_key=cursor, scan_index_forward=forward
+            )
+            rest = [r.value for r in resumed]
+        if forward:
+            assert (first, rest) == ([0, 1], [2, 9])
+            assert len(sent) == 4  # the cursor's bucket and the three after it
+        else:
+            assert (first, rest) == ([2, 1], [9, 0])
+            assert len(sent) == 1  # the buckets after the cursor's are finished

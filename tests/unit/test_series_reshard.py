@@ -1,0 +1,339 @@
+"""A time series' shard count change: the count changes from a bucket that has not begun.
+
+SensorSeries is the time-series guide's production layout (sha256 of the sensor over 16
+shards, hourly buckets). Every test runs on in-process moto with a simulated clock;
+tests/integration/test_series_migration.py runs the change under a writer and readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from pynamodb.attributes import UnicodeAttribute
+
+from shardmodel import (
+    BucketKeyAttribute,
+    HashShards,
+    SeriesKeyAttribute,
+    SeriesTimeAttribute,
+    ShardConfigurationError,
+    ShardKeyError,
+    TimeBuckets,
+    TimeSeriesModel,
+)
+from shardmodel.cli import main
+from shardmodel.keyspace.bucket_counts import CountSchedule, first_bucket_after
+from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
+from shardmodel.testing import (
+    SimulatedClock,
+    bind_models,
+    create_tables,
+    drop_tables,
+    mock_dynamodb,
+)
+from tests.migration_models import MIGRATION_MODELS, SensorSeries, series_redeployed
+
+UTC = timezone.utc
+#: 2023-11-14T22:13:20Z: a settle time of 60 s makes the first new bucket 23:00
+START = 1_700_000_000.0
+SENSORS = [f"sensor-{i:03d}" for i in range(24)]
+Key = tuple[str, datetime]
+
+
+@pytest.fixture
+def clock() -> Iterator[SimulatedClock]:
+    with mock_dynamodb():
+        bind_models(MIGRATION_MODELS, host=None)
+        create_tables(MIGRATION_MODELS)
+        yield SimulatedClock(start=START)
+        for model in MIGRATION_MODELS:
+            unfollow(model)
+        drop_tables(MIGRATION_MODELS)
+
+
+def at(hours: float) -> datetime:
+    """``hours`` after 22:00 on the start's day."""
+    return datetime(2023, 11, 14, 22, tzinfo=UTC) + timedelta(hours=hours)
+
+
+def moved(sensor: str) -> bool:
+    """True when the sensor's shard differs at 16 and 32 shards (about half of them)."""
+    old = HashShards(16, on="sensor_id", algorithm="sha256").shard_of([sensor])
+    return old != HashShards(32, on="sensor_id", algorithm="sha256").shard_of([sensor])
+
+
+def write(model: Any, ledger: dict[Key, int], sensor: str, moment: datetime, value: int) -> None:
+    model(sensor_id=sensor, timestamp=moment, value=value).save()
+    ledger[(sensor, moment)] = value
+
+
+def expected(ledger: dict[Key, int], sensor: str, low: datetime, high: datetime) -> list[Any]:
+    return sorted((t, v) for (s, t), v in ledger.items() if s == sensor and low <= t <= high)
+
+
+def check_reads(
+    model: Any,
+    ledger: dict[Key, int],
+    low: datetime,
+    high: datetime,
+    hidden: dict[Key, int] | None = None,
+) -> None:
+    """Every read path returns each reading once, with its value; ``hidden``: readings
+    a lagging process wrote past the cutover with the old count, which only a scan sees
+    until the cleanup moves them."""
+    for sensor in SENSORS:
+        want = expected(ledger, sensor, low, high)
+        got = [(r.timestamp, r.value) for r in model.query_series(sensor, low, high)]
+        assert got == want, sensor
+        newest = [
+            (r.timestamp, r.value)
+            for r in model.query_series(sensor, low, high, scan_index_forward=False, limit=3)
+        ]
+        assert newest == want[::-1][:3], sensor
+        assert model.count_series(sensor, low, high) == len(want), sensor
+        hours = int((high - low.replace(minute=0)).total_seconds() // 3600) + 1
+        assert [(r.timestamp, r.value) for r in model.latest(sensor, hours, now=high)] == [
+            w for w in want if w[0] >= high.replace(minute=0) - timedelta(hours=hours - 1)
+        ]
+        for moment, value in want:
+            assert model.get_reading(sensor, moment, consistent_read=True).value == value
+    rows = [(r.sensor_id, r.timestamp, r.value) for r in model.scan()]
+    stored = {**ledger, **(hidden or {})}
+    assert sorted(rows) == sorted((s, t, v) for (s, t), v in stored.items())
+
+
+def test_the_count_changes_from_a_future_bucket_and_every_read_stays_exact(
+    clock: SimulatedClock,
+) -> None:
+    ledger: dict[Key, int] = {}
+    for n, sensor in enumerate(SENSORS):
+        for minutes in (-90, -30, 5, 12):  # 20:30 .. 22:12, before the start
+            write(SensorSeries, ledger, sensor, at(minutes / 60), n)
+    follow(SensorSeries, cache_seconds=0, clock=clock)
+    lagging = series_redeployed(16)  # a process that has not seen the change yet
+    operator = Reshard(SensorSeries, clock=clock)
+    state = operator.start(32, settle_seconds=60)
+    assert (state.phase, state.cutover) == (Phase.PREPARE, None)
+    low, high = at(-2), at(3)
+    check_reads(SensorSeries, ledger, low, high)
+    clock.advance(60)
+    state = operator.advance()
+    assert (state.phase, state.cutover) == (Phase.READ_NEW, "2023-11-14T23")
+    # a cursor of the old layout, over a range across the cutover, taken before readings
+    # exist there; resumed below after the new count's readings are written
+    page = SensorSeries.query_series(SENSORS[0], low, high, limit=2)
+    first = [(r.timestamp, r.value) for r in page]
+    cursor = page.last_evaluated_key
+    for n, sensor in enumerate(SENSORS):
+        for minutes in (20, 50, 65, 110, 170):  # 22:20 .. 00:50, across the cutover
+            write(SensorSeries, ledger, sensor, at(minutes / 60), 100 + n)
+    # a process a phase behind writes ahead of the clock into the new count's buckets
+    strays = [s for s in SENSORS if moved(s)][:3]
+    for sensor in strays:
+        lagging(sensor_id=sensor, timestamp=at(2.5), value=7).save()
+    hidden = {(s, at(2.5)): 7 for s in strays}
+    check_reads(SensorSeries, ledger, low, high, hidden)
+    # the new count's buckets hold 32 partitions' worth of keys
+    keys = {SensorSeries._series_layout.partition_key(s, at(1), None) for s in SENSORS}
+    assert keys <= {f"{n}#2023-11-14T23" for n in range(16)}
+    stored = {r.pk for r in SensorSeries.scan() if r.timestamp >= at(1)}
+    assert any(int(k.split("#")[0]) >= 16 for k in stored)
+    assert not any(k.endswith("T22") and int(k.split("#")[0]) >= 16 for k in stored)
+    resumed = SensorSeries.query_series(SENSORS[0], low, high, last_evaluated_key=cursor)
+    assert first + [(r.timestamp, r.value) for r in resumed] == expected(
+        ledger, SENSORS[0], low, high
+    )
+    # code declaring the new count follows the same change
+    renewed = series_redeployed(32, {"2023-11-14T23": 16})
+    follow(renewed, cache_seconds=0, clock=clock)
+    check_reads(renewed, ledger, low, high, hidden)
+    with pytest.raises(MigrationConflictError, match="wait 60s more"):
+        operator.advance()
+    clock.advance(60)
+    assert operator.advance().phase == Phase.CLEANUP
+    crashes = iter([True])
+
+    def crash_once(point: str) -> None:
+        if point == "copied" and next(crashes, False):
+            raise RuntimeError("killed between the copy and the delete")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        operator.run_job(page_size=5, fault=crash_once)
+    # killed between its copy and its delete: range reads see the copy once; only a scan
+    # meets both rows until the resumed cleanup deletes the old one (documented)
+    copied = {k: v for k, v in hidden.items() if SensorSeries.count_series(k[0], k[1], k[1])}
+    assert len(copied) == 1
+    rows = [(r.sensor_id, r.timestamp) for r in SensorSeries.scan()]
+    assert len(rows) == len(ledger) + len(hidden) + 1
+    clock.advance(60)
+    with pytest.raises(MigrationConflictError, match="not finished"):
+        operator.advance()
+    done = operator.run_job(page_size=5)
+    # each stray once: the crashed move is finished, its copy kept (a put where one is)
+    assert sum(p.changed for p in done) == len(strays)
+    ledger.update(hidden)
+    check_reads(SensorSeries, ledger, low, high)
+    check_reads(renewed, ledger, low, high)
+    assert operator.advance().phase == Phase.DONE
+    # --finish refuses the code that still declares 16 shards, naming the declaration
+    with pytest.raises(MigrationConflictError, match=r"counts_before=\{'2023-11-14T23': 16\}"):
+        operator.finish()
+    assert operator.status() is not None
+    Reshard(renewed, clock=clock).finish()
+    assert operator.status() is None
+    unfollow(renewed)
+    check_reads(renewed, ledger, low, high)  # from its declaration alone
+
+
+def test_an_update_of_a_reading_loaded_from_its_old_partition_is_refused(
+    clock: SimulatedClock,
+) -> None:
+    """A reading a lagging process wrote past the cutover with the old count: update and
+    delete would act on the old row the cleanup moves; a whole save goes to the new one."""
+    follow(SensorSeries, cache_seconds=0, clock=clock)
+    operator = Reshard(SensorSeries, clock=clock)
+    operator.start(32, settle_seconds=0)
+    operator.advance()
+    sensor = next(s for s in SENSORS if moved(s))
+    series_redeployed(16)(sensor_id=sensor, timestamp=at(3), value=1).save()
+    stray = next(iter(SensorSeries.scan()))
+    with pytest.raises(ShardKeyError, match="save\\(\\) it whole"):
+        stray.update(actions=[SensorSeries.value.set(2)])
+    with pytest.raises(ShardKeyError, match="save\\(\\) it whole"):
+        stray.delete()
+    stray.value = 3
+    stray.save()
+    assert SensorSeries.get_reading(sensor, at(3)).value == 3
+    operator.advance()
+    assert sum(p.changed for p in operator.run_job()) == 1  # the old row, deleted
+    assert [(r.sensor_id, r.value) for r in SensorSeries.scan()] == [(sensor, 3)]
+
+
+def test_abort_before_the_cutover_is_chosen_and_refused_after(clock: SimulatedClock) -> None:
+    operator = Reshard(SensorSeries, clock=clock)
+    operator.start(32, settle_seconds=0)
+    assert operator.abort().phase == Phase.PREPARE
+    operator.start(32, settle_seconds=0)
+    operator.advance()
+    with pytest.raises(MigrationConflictError, match="take it forward"):
+        operator.abort()
+
+
+def test_the_declaration_must_match_the_change(clock: SimulatedClock) -> None:
+    operator = Reshard(SensorSeries, clock=clock)
+    operator.start(32, settle_seconds=0)
+    early = series_redeployed(32, {"2023-11-14T23": 16})
+    with pytest.raises(ShardConfigurationError, match="declare 16 until"):
+        follow(early, cache_seconds=0, clock=clock).refresh()
+    operator.advance()
+    undeclared = series_redeployed(32)
+    with pytest.raises(ShardConfigurationError, match=r"counts_before=\{'2023-11-14T23': 16\}"):
+        follow(undeclared, cache_seconds=0, clock=clock).refresh()
+    other = series_redeployed(24)
+    with pytest.raises(ShardConfigurationError, match="declare HashShards\\(16"):
+        follow(other, cache_seconds=0, clock=clock).refresh()
+
+
+def test_a_series_change_is_a_count_only_and_validated_before_anything_is_written(
+    clock: SimulatedClock,
+) -> None:
+    operator = Reshard(SensorSeries, clock=clock)
+    with pytest.raises(ShardConfigurationError, match="give --to N"):
+        operator.start(HashShards(32, on="sensor_id"), settle_seconds=0)
+    for bad in (0, 16, "32", 10**9):
+        with pytest.raises(ShardConfigurationError):
+            operator.start(bad, settle_seconds=0)
+    with pytest.raises(ShardConfigurationError, match="settle"):
+        operator.start(32, settle_seconds=float("nan"))
+    assert not operator.store.items().exists()
+    plan = operator.plan(32, settle_seconds=60)
+    assert "16 -> 32 shards from a bucket that has not begun yet" in plan
+    assert "counts_before" in plan
+
+
+def test_the_command_line_runs_a_series_change(
+    clock: SimulatedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = "tests.migration_models:SensorSeries"
+    assert main(["reshard", model, "--to", "32", "--dry-run"]) == 0
+    assert "read_new" in capsys.readouterr().out
+    assert main(["reshard", model, "--to", "32", "--settle", "0", "--step"]) == 0
+    assert "16 -> 32 shards from bucket (bucket not chosen yet)" in capsys.readouterr().out
+    assert main(["reshard", model, "--step"]) == 0
+    assert "from bucket 20" in capsys.readouterr().out
+    assert main(["reshard", model, "--step"]) == 0  # cleanup
+    assert main(["reshard", model, "--step"]) == 0  # its job
+    assert main(["reshard", model, "--step"]) == 0  # done
+    assert main(["reshard", model, "--step"]) == 0
+    out = capsys.readouterr().out
+    assert "phase done" in out
+    assert "deploy the code that declares HashShards(32, ...) with counts_before={'20" in out
+    assert main(["reshard", model, "--finish"]) == 1
+    assert "counts_before" in capsys.readouterr().err
+
+
+def series_model(strategy: Any, counts_before: Any = None) -> Any:
+    """A time-series model class of this partition key strategy (no table behind it)."""
+    return type(
+        "Declared",
+        (TimeSeriesModel,),
+        {
+            "Meta": type("Meta", (), {"table_name": "t", "region": "us-east-1"}),
+            "__module__": __name__,
+            "pk": BucketKeyAttribute(strategy=strategy, counts_before=counts_before),
+            "sk": SeriesKeyAttribute(entity="sensor_id", time="timestamp"),
+            "sensor_id": UnicodeAttribute(),
+            "timestamp": SeriesTimeAttribute(),
+        },
+    )
+
+
+def test_counts_before_is_checked_when_the_class_is_defined() -> None:
+    hourly = [HashShards(8, on="sensor_id"), TimeBuckets("timestamp", "hour")]
+    declared = series_model(hourly, {"2026-11-25T04": 4, "2026-01-01T00": 2})
+    assert declared._series_layout.schedule == CountSchedule(
+        (("2026-01-01T00", 2), ("2026-11-25T04", 4)), 8
+    )
+    with pytest.raises(ShardConfigurationError, match="'2026-11-25' is not a bucket label"):
+        series_model(hourly, {"2026-11-25": 4})
+    with pytest.raises(ShardConfigurationError, match="is 0; give an int from 1"):
+        series_model(hourly, {"2026-11-25T04": 0})
+    with pytest.raises(ShardConfigurationError, match="is True; give an int"):
+        series_model(hourly, {"2026-11-25T04": True})
+    with pytest.raises(ShardConfigurationError, match="give a dict"):
+        series_model(hourly, [("2026-11-25T04", 4)])
+    with pytest.raises(ShardConfigurationError, match="one HashShards and one TimeBuckets"):
+        series_model([TimeBuckets("timestamp", "hour")], {"2026-11-25T04": 4})
+
+
+def test_buckets_before_a_declared_change_keep_their_count(clock: SimulatedClock) -> None:
+    """After --finish the declaration alone says each bucket's count: readings written
+    at 16 shards before the change and at 32 after are each found in their partition."""
+    ledger: dict[Key, int] = {}
+    for sensor in SENSORS:
+        write(SensorSeries, ledger, sensor, at(0.5), 1)
+    renewed = series_redeployed(32, {"2023-11-14T23": 16})
+    for sensor in SENSORS:
+        write(renewed, ledger, sensor, at(1.5), 2)
+    check_reads(renewed, ledger, at(0), at(2))
+    shards = {int(r.pk.split("#")[0]) for r in renewed.scan() if r.timestamp == at(1.5)}
+    assert max(shards) >= 16 > max(int(r.pk.split("#")[0]) for r in renewed.scan() if r.value == 1)
+
+
+def test_a_schedule_names_each_buckets_count() -> None:
+    schedule = CountSchedule((("2026-01-01T00", 4), ("2026-06-01T00", 8)), 16)
+    assert [schedule.count(b) for b in ("2025-12-31T23", "2026-01-01T00", "2026-06-01T00")] == [
+        4,
+        8,
+        16,
+    ]
+    assert first_bucket_after("%Y-%m-%dT%H", datetime(2026, 1, 1, 3, 0, tzinfo=UTC)) == (
+        "2026-01-01T03"
+    )
+    assert first_bucket_after("%Y-%m-%dT%H", datetime(2026, 1, 1, 3, 0, 1, tzinfo=UTC)) == (
+        "2026-01-01T04"
+    )
+    assert first_bucket_after("%Y-%m-%d", datetime(2026, 12, 31, 5, tzinfo=UTC)) == "2027-01-01"
