@@ -190,7 +190,9 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
             return None, None
         migration = sharding_of(cls).migration()
         state = None if migration is None else migration.state
-        return during(layout.schedule, state), None if state is None else state.cutover
+        schedule = during(layout.schedule, state)
+        # one count for every bucket: the declared layout itself
+        return (schedule if schedule.changes else None), None if state is None else state.cutover
 
     def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
         """The stored item: both keys computed, entity and time only in the sort key."""

@@ -337,3 +337,47 @@ def test_a_schedule_names_each_buckets_count() -> None:
         "2026-01-01T04"
     )
     assert first_bucket_after("%Y-%m-%d", datetime(2026, 12, 31, 5, tzinfo=UTC)) == "2027-01-01"
+
+
+def test_a_hot_sensors_sub_partitions_follow_the_change(clock: SimulatedClock) -> None:
+    """A hot sensor's readings spread over sub-partitions of each bucket: across the
+    cutover, and a stray in a sub-partition moves to the same sub-partition of its new
+    bucket."""
+    sensor = next(s for s in SENSORS if moved(s))
+    SensorSeries.Meta.hot_entities = {sensor: 4}  # type: ignore[attr-defined]
+    try:
+        lagging = series_redeployed(16)
+        follow(SensorSeries, cache_seconds=0, clock=clock)
+        operator = Reshard(SensorSeries, clock=clock)
+        operator.start(32, settle_seconds=0)
+        ledger: dict[Key, int] = {}
+        for n in range(12):
+            write(SensorSeries, ledger, sensor, at(0.5) + timedelta(seconds=n), n)
+        operator.advance()  # read_new: 23:00 on
+        for n in range(12):
+            write(SensorSeries, ledger, sensor, at(1.5) + timedelta(seconds=n), 100 + n)
+        hidden: dict[Key, int] = {}
+        for n in range(12):
+            write(lagging, hidden, sensor, at(2.5) + timedelta(seconds=n), 200 + n)
+        low, high = at(0), at(3)
+        got = [r.value for r in SensorSeries.query_series(sensor, low, high)]
+        assert got == [v for _, v in expected(ledger, sensor, low, high)]
+        operator.advance()
+        assert sum(p.changed for p in operator.run_job()) == 12
+        ledger.update(hidden)
+        got = [r.value for r in SensorSeries.query_series(sensor, low, high)]
+        assert got == [v for _, v in expected(ledger, sensor, low, high)]
+        keys = {r.pk for r in SensorSeries.scan() if r.timestamp >= at(1)}
+        assert len({k.split("#")[0] for k in keys}) == 1  # one new shard, its sub-partitions
+        assert any(k.count("#") == 2 for k in keys)
+    finally:
+        SensorSeries.Meta.hot_entities = None  # type: ignore[attr-defined]
+
+
+def test_a_missing_table_leaves_no_state(clock: SimulatedClock) -> None:
+    misspelt = series_redeployed(16)
+    misspelt.Meta.table_name = "reshard-sensor-serie"
+    operator = Reshard(misspelt, clock=clock)
+    with pytest.raises(ShardConfigurationError, match="does not exist"):
+        operator.start(32, settle_seconds=0)
+    assert not operator.store.items().exists()
