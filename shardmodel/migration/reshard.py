@@ -46,6 +46,9 @@ JOBS = {phase: rules.job for phase, rules in RULES.items() if rules.job is not N
 #: seen the change wrote with the old count into buckets from the cutover on.
 SERIES_PHASES = (Phase.PREPARE, Phase.READ_NEW, Phase.CLEANUP, Phase.DONE)
 SERIES_JOBS = {Phase.CLEANUP: "cleanup"}
+#: Seconds beyond the settle time before a series' new count begins: the operator's clock
+#: may run behind the writers'
+CLOCK_MARGIN = 60.0
 
 
 #: DynamoDB's largest TotalSegments.
@@ -358,9 +361,10 @@ class Reshard:
             cutover = state.cutover
             if following == Phase.READ_NEW:
                 # every process sees the bucket before it begins: a settle time ahead
+                ahead = state.settle_seconds + CLOCK_MARGIN
                 cutover = first_bucket_after(
                     self.model._series_layout.bucket_format(),  # type: ignore[attr-defined]
-                    datetime.fromtimestamp(now + state.settle_seconds, timezone.utc),
+                    datetime.fromtimestamp(now + ahead, timezone.utc),
                 )
             changed = evolve(state, phase=following, changed_at=now, cutover=cutover)
             return self.store.write(changed)
@@ -680,10 +684,11 @@ def _series_text(
         f"begun yet, {segments} scan segment(s), {settle:g}s settle between phases",
         "",
         "  1. prepare     processes start following; every bucket keeps its count",
-        f"  2. read_new    the first bucket at least {settle:g}s ahead gets {to} shards, and "
+        f"  2. read_new    the first bucket at least {settle + CLOCK_MARGIN:g}s ahead gets {to} "
+        "shards, and "
         "every later one; earlier buckets keep theirs (nothing moves)",
-        "  3. cleanup     move the readings a process that had not seen the change wrote "
-        "with the old count into those buckets (dated ahead of the clock)",
+        "  3. cleanup     move the readings dated in those buckets, ahead of the clock, that "
+        "were written with the old count before read_new reached every process",
         f"  4. done        declare HashShards({to}, ...) with counts_before={{<bucket>: {old}}} "
         "in the code, then reshard --finish",
         "",
