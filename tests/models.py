@@ -518,15 +518,20 @@ def tally_model(shards: int) -> type[ShardedModel]:
     return _built(("tally", shards), Tally, build)  # type: ignore[no-any-return]
 
 
-def series_model(shards: int, secret: CursorSecret = None) -> type[TimeSeriesModel]:
-    """SeriesReading's layout with ``shards`` hash shards per hour, on its table."""
+def series_model(
+    shards: int, secret: CursorSecret = None, counts_before: dict[str, int] | None = None
+) -> type[TimeSeriesModel]:
+    """SeriesReading's layout with ``shards`` hash shards per hour (``counts_before``: the
+    counts of earlier buckets), on its table."""
 
     def build() -> type[TimeSeriesModel]:
         strategy = [HashShards(shards, on="sensor_id"), TimeBuckets("timestamp", "hour")]
         extra = {} if secret is None else {"cursor_secret": secret}
         namespace = {
             "Meta": _meta_like(SeriesReading, **extra),
-            "pk": BucketKeyAttribute(strategy=strategy, attr_name="PK"),
+            "pk": BucketKeyAttribute(
+                strategy=strategy, counts_before=counts_before, attr_name="PK"
+            ),
             "sk": SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK"),
             "sensor_id": UnicodeAttribute(),
             "timestamp": SeriesTimeAttribute(),
@@ -534,7 +539,9 @@ def series_model(shards: int, secret: CursorSecret = None) -> type[TimeSeriesMod
         }
         return type(f"SeriesReading{shards}", (TimeSeriesModel,), namespace)
 
-    return _built(("series", shards, type(secret), secret), SeriesReading, build)  # type: ignore[no-any-return]
+    history = tuple(sorted((counts_before or {}).items()))
+    key = ("series", shards, type(secret), secret, history)
+    return _built(key, SeriesReading, build)  # type: ignore[no-any-return]
 
 
 def iso_model(shards: int) -> type[ShardedModel]:

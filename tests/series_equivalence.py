@@ -63,6 +63,13 @@ scenarios = st.fixed_dictionaries(
         "entity": st.tuples(st.sampled_from(["", "s1", "ünï"]), entity_keys).map("".join),
         "shards": st.integers(1, 64),
         "secret": st.sampled_from([None, "s3cret"]),
+        # earlier buckets' counts (a past count change), boundaries inside the six hours
+        "counts_before": st.none()
+        | st.dictionaries(
+            st.integers(12, 19).map(lambda hour: f"2023-10-27T{hour:02d}"),
+            st.integers(1, 64),
+            max_size=3,
+        ),
     }
 )
 
@@ -93,6 +100,12 @@ def _spread() -> dict[str, Any]:
 
 #: A scenario with many readings over every bucket, a limit and a resume.
 SPREAD = _spread()
+#: The same over two past count changes: 3 shards before 14:00, 7 until 16:00, then 10.
+SPREAD_CHANGED = {
+    **SPREAD,
+    "shards": 10,
+    "counts_before": {"2023-10-27T14": 3, "2023-10-27T16": 7},
+}
 
 
 def _plain(sensor: str, scenario: dict[str, Any]) -> list[tuple[datetime, int]]:
@@ -132,11 +145,14 @@ def _series(model: Any, sensor: str, scenario: dict[str, Any]) -> list[tuple[dat
 def check_series_equivalence(scenario: dict[str, Any]) -> None:
     """Both models store the same readings and return the same ones, in the same order.
 
-    The series model has the scenario's 1 to 64 shards per hour and cursor secret (or
-    none); sensor ids include one drawn from any text without ``#``.
+    The series model has the scenario's 1 to 64 shards per hour (and earlier buckets'
+    counts) and cursor secret (or none); sensor ids include one drawn from any text
+    without ``#``.
     """
     run = next(_runs)
-    model = series_model(scenario.get("shards", 10), scenario.get("secret"))
+    model = series_model(
+        scenario.get("shards", 10), scenario.get("secret"), scenario.get("counts_before")
+    )
     # one reading per (sensor, time), the last drawn: a batch may not name a key twice
     readings = {
         (_sensor(scenario, s), moment): (_sensor(scenario, s), given, v)
@@ -149,7 +165,7 @@ def check_series_equivalence(scenario: dict[str, Any]) -> None:
     sensor = f"{run}-{_sensor(scenario, scenario['sensor'])}"
     expected = _plain(sensor, scenario)
     assert _series(model, sensor, scenario) == expected
-    if scenario is SPREAD:
+    if scenario is SPREAD or scenario is SPREAD_CHANGED:
         assert len(expected) == 17
     (low, low_utc), (high, high_utc) = scenario["window"]
     plain_count = PlainReading.count(sensor, PlainReading.timestamp.between(low_utc, high_utc))

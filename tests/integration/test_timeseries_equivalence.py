@@ -6,12 +6,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 
-from tests.series_equivalence import SPREAD, check_series_equivalence, scenarios
+from tests.series_equivalence import SPREAD, SPREAD_CHANGED, check_series_equivalence, scenarios
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios)
 @example(scenario=SPREAD)
+@example(scenario=SPREAD_CHANGED)
 def test_series_query_equals_a_plain_model_on_servers(
     backend: str, scenario: dict[str, Any]
 ) -> None:
