@@ -1,6 +1,7 @@
 """Run every benchmark: `python -m benchmarks` (write path, merged query and its floor,
 the async API against the sync one, rounds per read, ordered-shard boundaries, the
-request-path candidates, a 20,000-item shard count change).
+request-path candidates, a 20,000-item shard count change and a 20,000-reading time
+series' count change).
 
 Each runs in a fresh interpreter. In one process the write path's in-process moto
 left its ``before-send`` stub in botocore's built-in handlers (so on every client the
@@ -22,6 +23,8 @@ BENCHMARKS = (
     ("boundaries_bench",),
     ("candidates",),
     ("reshard_bench", "20000"),  # 100,000 by hand: benchmarks/reshard_last_run.txt
+    # 100,000 by hand: benchmarks/series_reshard_last_run.txt
+    ("series_reshard_bench", "20000"),
 )
 
 
