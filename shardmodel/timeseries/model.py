@@ -17,7 +17,12 @@ from shardmodel.engine.cursor import Cursor, ShardPosition, conditions_digest, e
 from shardmodel.engine.items import with_keys
 from shardmodel.engine.merge import MergedQuery, QueryIdentity, count_shards, dynamodb_sort_key
 from shardmodel.engine.query_plan import cursor_secret, parallelism_of, resume
-from shardmodel.errors import QueryValidationError, ShardConfigurationError, ShardKeyError
+from shardmodel.errors import (
+    CursorError,
+    QueryValidationError,
+    ShardConfigurationError,
+    ShardKeyError,
+)
 from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
 from shardmodel.keyspace.bucket_counts import CountSchedule, during
 from shardmodel.model.sharded import ShardedModel
@@ -179,7 +184,14 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         if layout.counted() is None:
             return ""
         text = sort_key.rpartition(layout.sk().separator)[2]
-        return bucket_label(to_utc("last_evaluated_key", text), layout.bucket_format())
+        try:
+            moment = to_utc("last_evaluated_key", text)
+        except ShardKeyError:
+            raise CursorError(
+                f"last_evaluated_key's sort key {sort_key[:80]!r} names no reading's time "
+                "(edited?); resume with the cursor the read returned, or start over"
+            ) from None
+        return bucket_label(moment, layout.bucket_format())
 
     @classmethod
     def _counts(cls) -> tuple[CountSchedule | None, str | None]:

@@ -594,3 +594,20 @@ def test_a_resumed_series_read_returns_readings_written_since_into_empty_buckets
         else:
             assert (first, rest) == ([2, 1], [9, 0])
             assert len(sent) == 1  # the buckets after the cursor's are finished
+
+
+def test_a_series_cursor_whose_sort_key_names_no_time_is_refused() -> None:
+    """Within the range and the partition, but not a reading's sort key: CursorError,
+    before any request."""
+    for n in range(4):
+        SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
+    end = AT + timedelta(minutes=9)
+    page = SeriesReading.query_series(SENSOR, AT, end, limit=2)
+    list(page)
+    data = _payload(str(page.last_evaluated_key))
+    (started,) = [s for s in data["shards"] if s["start"] is not None]
+    started["start"]["SK"]["S"] += "0"  # sorts inside the range, names no time
+    with sent_requests(SeriesReading) as sent:
+        with pytest.raises(CursorError, match="names no reading's time"):
+            SeriesReading.query_series(SENSOR, AT, end, last_evaluated_key=_signed(data))
+    assert sent == []
