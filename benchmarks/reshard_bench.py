@@ -22,13 +22,14 @@ import resource
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
-from shardmodel.migration import Phase, Reshard, follow
+from shardmodel.migration import MigrationState, Phase, Reshard, follow
 from shardmodel.testing import bind_models, create_tables, dynalite_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +64,31 @@ class Requests:
 
     def watch(self, client: Any) -> None:
         client.meta.events.register("before-send.dynamodb", self)
+
+
+def phase_rows(
+    steps: Iterable[MigrationState], requests: Requests, reads: Callable[[], int]
+) -> tuple[float, Counter[str], Counter[str], float]:
+    """Print the header and a row per phase ``steps`` reaches: its wall time, the requests
+    sent to reach it by operation, and ``reads()``'s requests in it. Returns the total
+    wall, the requests by operation, those sent so far, and when the last row ended."""
+    print(f"{'reached':<11}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
+    total_wall = 0.0
+    total: Counter[str] = Counter()
+    mark = time.perf_counter()
+    seen = Counter(requests.sent)
+    for state in steps:
+        now = time.perf_counter()
+        sent = requests.sent - seen
+        total += sent
+        read = reads()
+        seen = Counter(requests.sent)
+        detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
+        name = state.phase.value
+        print(f"{name:<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
+        total_wall += now - mark
+        mark = time.perf_counter()
+    return total_wall, total, seen, mark
 
 
 def _load(items: int) -> None:
@@ -103,22 +129,8 @@ def main(items: int = ITEMS) -> None:
             f"reshard {items:,} items 16 -> 32 shards on dynalite (loaded in {loaded:.0f} s); "
             f"baseline read (query of 100 + get, 16 shards, no migration): {baseline} requests"
         )
-        print(f"{'reached':<11}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
-        total_wall = 0.0
-        total: Counter[str] = Counter()
-        mark = time.perf_counter()
-        seen = Counter(requests.sent)
-        for state in operator.steps(32, settle_seconds=0, page_size=100):
-            now = time.perf_counter()
-            sent = requests.sent - seen
-            total += sent
-            read, _ = _reads(requests)
-            seen = Counter(requests.sent)
-            detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-            name = state.phase.value
-            print(f"{name:<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
-            total_wall += now - mark
-            mark = time.perf_counter()
+        steps = operator.steps(32, settle_seconds=0, page_size=100)
+        total_wall, total, seen, mark = phase_rows(steps, requests, lambda: _reads(requests)[0])
         # steps() ran the sweep after its last yield
         now = time.perf_counter()
         sent = requests.sent - seen

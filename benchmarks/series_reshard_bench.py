@@ -24,12 +24,11 @@ import os
 import resource
 import sys
 import time
-from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from benchmarks.reshard_bench import CREDENTIALS, DYNALITE, Requests
+from benchmarks.reshard_bench import CREDENTIALS, DYNALITE, Requests, phase_rows
 from shardmodel import (
     BucketKeyAttribute,
     HashShards,
@@ -116,22 +115,8 @@ def main(items: int = ITEMS) -> None:
             f"{loaded:.0f} s; {ahead:,} dated in the three hours ahead); baseline read "
             f"(one sensor's 13 hours + one reading, no change): {baseline} requests"
         )
-        print(f"{'reached':<11}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
-        total_wall = 0.0
-        total: Counter[str] = Counter()
-        mark = time.perf_counter()
-        seen = Counter(requests.sent)
-        for state in operator.steps(32, settle_seconds=0, page_size=100):
-            now = time.perf_counter()
-            sent = requests.sent - seen
-            total += sent
-            read = _reads(requests)
-            seen = Counter(requests.sent)
-            detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-            name = state.phase.value
-            print(f"{name:<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
-            total_wall += now - mark
-            mark = time.perf_counter()
+        steps = operator.steps(32, settle_seconds=0, page_size=100)
+        total_wall, total, _, _ = phase_rows(steps, requests, lambda: _reads(requests))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         moved = sum(p.changed for p in operator.store.progress("cleanup", 1))
         print(

@@ -146,13 +146,17 @@ class ScanJob:
         self.page_size = page_size
         self.progress = progress
         self.fault = fault or (lambda point: None)
-        attr = sharding_of(model).key()
-        self.hash_name: str = attr.attr_name
-        range_attr = model._range_key_attribute()  # type: ignore[no-untyped-call]
-        self.range_name: str | None = range_attr.attr_name if range_attr is not None else None
         self.client = model._get_connection().connection.client
         self.table = model.Meta.table_name
-        self.mover = mover_of(model)
+        self._setup()
+
+    def _setup(self) -> None:
+        """The model's key names and the mover of its items."""
+        attr = sharding_of(self.model).key()
+        self.hash_name: str = attr.attr_name
+        range_attr = self.model._range_key_attribute()  # type: ignore[no-untyped-call]
+        self.range_name: str | None = range_attr.attr_name if range_attr is not None else None
+        self.mover = mover_of(self.model)
 
     def run(self) -> SegmentProgress:
         """Scan the segment to its end from its checkpoint; returns the final progress."""

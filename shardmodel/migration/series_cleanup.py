@@ -56,22 +56,14 @@ class SeriesCleanup(ScanJob):
         progress: Progress | None = None,
         fault: Callable[[str], None] | None = None,
     ) -> None:
-        self.model = model
-        self.migration = migration
-        self.store = store
-        self.job = "cleanup"
-        self.segments = migration.state.segments
-        self.segment = segment
-        self.page_size = page_size
-        self.progress = progress
-        self.fault = fault or (lambda point: None)
-        self.series = model._series_layout  # type: ignore[attr-defined]
-        self.hash_name: str = self.series.pk().attr_name
+        super().__init__(model, migration, store, "cleanup", segment, page_size, progress, fault)
+
+    def _setup(self) -> None:
+        self.series = self.model._series_layout  # type: ignore[attr-defined]
+        self.hash_name = self.series.pk().attr_name
         self.sort_name: str = self.series.sk().attr_name
         self.range_name = self.sort_name
-        self.client = model._get_connection().connection.client
-        self.table = model.Meta.table_name
-        state = migration.state
+        state = self.migration.state
         assert state.cutover is not None
         self.cutover: str = state.cutover
         self.old = CountSchedule((), state.old_count)
