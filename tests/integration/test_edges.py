@@ -8,8 +8,6 @@ model, or a shardmodel error before anything is sent.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -19,12 +17,11 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import DeleteError, GetError, QueryError, ScanError
 
 from shardmodel import CursorError, HashShards, ShardedKeyAttribute, ShardedModel, ShardKeyError
-from shardmodel.engine.cursor import _sign
 from shardmodel.errors import QueryValidationError
 from shardmodel.testing import bind_models, create_tables, drop_tables
 from tests.integration.conftest import CREDENTIALS
 from tests.models import HashedEvent, PlainEvent, PlainReading, RandomEvent, SeriesReading
-from tests.support import sent_requests
+from tests.support import cursor_payload, sent_requests, signed_cursor
 
 UTC = timezone.utc
 AT = datetime(2023, 10, 27, 15, 4, tzinfo=UTC)
@@ -155,11 +152,9 @@ def test_a_missing_sort_key_is_refused_where_the_servers_refuse_it(backend: str)
 
 def _forged(token: str, start: dict[str, Any]) -> str:
     """The cursor with its first started shard's start replaced, checksummed again."""
-    body = token.split(".")[0]
-    data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    data = cursor_payload(token)
     next(s for s in data["shards"] if s["start"] is not None)["start"] = start
-    raw = json.dumps(data).encode("utf-8")
-    return f"{base64.urlsafe_b64encode(raw).decode('ascii').rstrip('=')}.{_sign(raw, None)}"
+    return signed_cursor(data)
 
 
 @pytest.mark.parametrize(
@@ -181,7 +176,7 @@ def test_a_forged_start_key_is_refused_on_both_servers(backend: str, start: Any)
     list(first)
     token = first.last_evaluated_key
     assert token is not None
-    data = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    data = cursor_payload(token)
     shard = next(s["key"] for s in data["shards"] if s["start"] is not None)
     start = {**start, "user_id": {"S": shard}} if start["user_id"]["S"] == "c#1" else start
     with sent_requests(RandomEvent) as sent, pytest.raises(CursorError):

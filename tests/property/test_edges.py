@@ -8,11 +8,7 @@ then signed again with the model's own secret.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import itertools
-import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -37,7 +33,7 @@ from tests.strategies import (
     start_forgeries,
     strftime_formats,
 )
-from tests.support import sent_requests
+from tests.support import cursor_payload, sent_requests, signed_cursor
 
 fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 UTC = timezone.utc
@@ -139,8 +135,7 @@ class SignedEvent(ShardedModel):
 
 def _forge(token: str, kind: str, value: Any) -> str:
     """The cursor with one start key (or its conditions) edited, signed with SECRET."""
-    body = token.split(".")[0]
-    data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    data = cursor_payload(token)
     shard = next(s for s in data["shards"] if s["start"] is not None)
     start = shard["start"]
     if kind == "partition":
@@ -160,9 +155,7 @@ def _forge(token: str, kind: str, value: Any) -> str:
     else:
         assume(value != data["conditions"])
         data["conditions"] = value
-    raw = json.dumps(data).encode("utf-8")
-    signature = hmac.new(SECRET, raw, hashlib.sha256).hexdigest()[:32]
-    return f"{base64.urlsafe_b64encode(raw).decode('ascii').rstrip('=')}.{signature}"
+    return signed_cursor(data, SECRET)
 
 
 @pytest.mark.usefixtures("tables")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -29,10 +27,9 @@ from shardmodel import (
     TimeBuckets,
 )
 from shardmodel.core.canonical import canonical_number
-from shardmodel.engine.cursor import _sign
 from shardmodel.request_bound import DEFAULT_MAX_REQUESTS
 from tests.models import DailyEvent, DynamicEvent, HashedEvent, RandomEvent
-from tests.support import stored_keys
+from tests.support import cursor_payload, signed_cursor, stored_keys
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -356,9 +353,7 @@ def test_negative_limits_are_refused_like_dynamodb(limit: Any, page_size: Any) -
 
 def _forged(payload: Any) -> str:
     """A cursor whose checksum passes (no cursor_secret): anyone can make one."""
-    raw = json.dumps(payload).encode("utf-8")
-    body = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-    return f"{body}.{_sign(raw, None)}"
+    return signed_cursor(payload)
 
 
 def _taken_cursor() -> tuple[str, dict[str, Any]]:
@@ -369,8 +364,7 @@ def _taken_cursor() -> tuple[str, dict[str, Any]]:
     cursor = results.last_evaluated_key
     results.close()  # waits out its prefetches: on a loaded machine one landed in a later check
     assert cursor is not None
-    body = cursor.split(".")[0]
-    return cursor, json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    return cursor, cursor_payload(cursor)
 
 
 def _with_first_shard(payload: dict[str, Any], **change: Any) -> dict[str, Any]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 from typing import Any
 
@@ -20,6 +18,7 @@ from shardmodel.engine.cursor import (
     position,
     raw_key,
 )
+from tests.support import token_of
 
 FIX = "pass the last_evaluated_key of a query of this model unchanged, or start over"
 
@@ -34,14 +33,6 @@ def cursor(*shards: ShardPosition, index: str | None = None, forward: bool = Tru
         conditions="c0ffee",
         shards=shards,
     )
-
-
-def token_of(payload: bytes, secret: bytes | None = None) -> str:
-    """A cursor string for any payload, signed the way the format says."""
-    body = base64.urlsafe_b64encode(payload).decode("ascii").rstrip("=")
-    if secret is None:
-        return f"{body}.{hashlib.sha256(payload).hexdigest()[:32]}"
-    return f"{body}.{hmac.new(secret, payload, hashlib.sha256).hexdigest()[:32]}"
 
 
 def payload(**changes: Any) -> dict[str, Any]:

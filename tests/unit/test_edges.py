@@ -6,10 +6,6 @@ naming the argument and the fix before any request is sent.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -38,7 +34,7 @@ from tests.models import (
     RandomEvent,
     SeriesReading,
 )
-from tests.support import raw_items, sent_requests
+from tests.support import cursor_payload, raw_items, sent_requests, signed_cursor
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -177,18 +173,9 @@ def test_a_sort_key_of_a_string_model_is_checked_too() -> None:
 # -- cursors: the query's conditions, and forged content --------------------------------
 
 
-def _payload(token: str) -> dict[str, Any]:
-    body = token.split(".")[0]
-    data: dict[str, Any] = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    return data
-
-
 def _resigned(data: dict[str, Any]) -> str:
     """A payload signed with the model's own secret: what a forger holding it makes."""
-    raw = json.dumps(data).encode("utf-8")
-    body = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-    signature = hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()[:32]
-    return f"{body}.{signature}"
+    return signed_cursor(data, SECRET)
 
 
 def _signed_cursor(key: str = "c") -> str:
@@ -224,7 +211,7 @@ def test_a_forged_cursor_signed_with_the_secret_is_refused_before_sending(
     """A start key in another partition, of another type, without the sort key, with a
     number DynamoDB cannot hold or outside the range: the signature is right, the content
     is not a position of this query. Refused by name; nothing reaches the server."""
-    data = _payload(_signed_cursor())
+    data = cursor_payload(_signed_cursor())
     forge(_first_started(data))
     with sent_requests(SignedEvent) as sent:
         with pytest.raises(CursorError) as raised:
@@ -239,7 +226,7 @@ def test_a_forged_cursor_signed_with_the_secret_is_refused_before_sending(
 
 def test_an_untouched_resigned_cursor_still_resumes() -> None:
     """The checks pass a genuine cursor: re-signing unchanged content resumes as before."""
-    data = _payload(_signed_cursor())
+    data = cursor_payload(_signed_cursor())
     rest = SignedEvent.query(
         "c", SignedEvent.timestamp > 3, page_size=2, last_evaluated_key=_resigned(data)
     )

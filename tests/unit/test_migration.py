@@ -62,7 +62,7 @@ from tests.migration_models import (
     redeployed,
 )
 from tests.models import Photo
-from tests.support import sent_requests
+from tests.support import cursor_payload, sent_requests, signed_cursor
 
 
 class ByNote(GlobalSecondaryIndex["IndexedReading"]):
@@ -1280,15 +1280,9 @@ def test_steps_asks_for_the_estimate_once(migration_tables: SimulatedClock) -> N
 
 def _edited(token: str, change: Any) -> str:
     """The cursor's payload changed by ``change``, its checksum made again (no secret)."""
-    import base64
-    import json
-
-    from tests.unit.test_cursor import token_of
-
-    body = token.split(".")[0]
-    data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    data = cursor_payload(token)
     change(data["shards"])
-    return token_of(json.dumps(data).encode("utf-8"))
+    return signed_cursor(data)
 
 
 @pytest.mark.parametrize("to", [32, HashShards(8, on="seq")], ids=["grow", "swap"])

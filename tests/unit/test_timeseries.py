@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -31,7 +29,7 @@ from shardmodel import (
 from shardmodel.errors import QueryValidationError
 from shardmodel.timeseries import series_time_text
 from tests.models import SeriesReading
-from tests.support import raw_items, sent_requests
+from tests.support import cursor_payload, raw_items, sent_requests, signed_cursor
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -499,19 +497,6 @@ def test_times_that_are_no_number_are_refused_by_name(time: Any) -> None:
     assert raw_items(SeriesReading) == []
 
 
-def _payload(token: str) -> dict[str, Any]:
-    body = token.split(".")[0]
-    data: dict[str, Any] = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    return data
-
-
-def _signed(data: dict[str, Any]) -> str:
-    """A payload signed as the model signs it (no cursor_secret: a SHA-256 checksum)."""
-    raw = json.dumps(data).encode("utf-8")
-    body = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-    return f"{body}.{hashlib.sha256(raw).hexdigest()[:32]}"
-
-
 def test_a_series_cursor_resumes_only_its_own_range_and_filter() -> None:
     """The cursor records the range (and filter): resuming another range over the same
     partitions is refused, where it was accepted and skipped or repeated readings."""
@@ -554,13 +539,13 @@ def test_a_forged_series_cursor_is_refused_before_sending(forge: Any, problem: s
         SeriesReading(sensor_id=SENSOR, timestamp=AT + timedelta(minutes=n), value=n).save()
     page = SeriesReading.query_series(SENSOR, AT, AT + timedelta(minutes=9), limit=2)
     list(page)
-    data = _payload(str(page.last_evaluated_key))
+    data = cursor_payload(str(page.last_evaluated_key))
     (started,) = [s for s in data["shards"] if s["start"] is not None]
     forge(started["start"])
     with sent_requests(SeriesReading) as sent:
         with pytest.raises(CursorError) as raised:
             SeriesReading.query_series(
-                SENSOR, AT, AT + timedelta(minutes=9), last_evaluated_key=_signed(data)
+                SENSOR, AT, AT + timedelta(minutes=9), last_evaluated_key=signed_cursor(data)
             )
     assert f"start of shard '7#2023-10-27T15' {problem}" in str(raised.value)
     assert sent == []
@@ -604,10 +589,10 @@ def test_a_series_cursor_whose_sort_key_names_no_time_is_refused() -> None:
     end = AT + timedelta(minutes=9)
     page = SeriesReading.query_series(SENSOR, AT, end, limit=2)
     list(page)
-    data = _payload(str(page.last_evaluated_key))
+    data = cursor_payload(str(page.last_evaluated_key))
     (started,) = [s for s in data["shards"] if s["start"] is not None]
     started["start"]["SK"]["S"] += "0"  # sorts inside the range, names no time
     with sent_requests(SeriesReading) as sent:
         with pytest.raises(CursorError, match="names no reading's time"):
-            SeriesReading.query_series(SENSOR, AT, end, last_evaluated_key=_signed(data))
+            SeriesReading.query_series(SENSOR, AT, end, last_evaluated_key=signed_cursor(data))
     assert sent == []
