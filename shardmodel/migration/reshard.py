@@ -518,9 +518,6 @@ class Reshard:
     ) -> Iterator[MigrationState]:
         """Every step to ``to`` shards, waiting out each settle time; yields each state."""
         state = self.status() or self.start(to, settle_seconds, segments)
-        if state.series:
-            yield from self._series_steps(state, to, page_size)
-            return
         if state.new_strategy is not None or isinstance(to, HashShards):
             asked = (StrategySpec.of(to), to.n) if isinstance(to, HashShards) else None
             if asked != (state.new_strategy, state.new_count):
@@ -540,12 +537,13 @@ class Reshard:
         yield state
         total: int | None = None  # a segment's items for the progress line, estimated once
         while True:
-            if state.phase == Phase.DONE:
+            job = self.job_of(state)
+            if job == "sweep":
                 self.clock.sleep(self.settle_left(state))  # the sweep waits for drain to pass
-            if state.phase in JOBS:
+            if job is not None:
                 if total is None:
                     total = self.estimate().items // max(state.segments, 1) or None
-                self.run_job(page_size=page_size, progress=Progress(JOBS[state.phase], total))
+                self.run_job(page_size=page_size, progress=Progress(job, total))
             if state.phase == Phase.DONE:
                 return
             self.clock.sleep(self.settle_left(state))
@@ -556,24 +554,6 @@ class Reshard:
         cost = self._estimate(to)
         name, table = self.model.__name__, self.model.Meta.table_name
         return _series_text(name, table, old, to, settle, segments, cost)
-
-    def _series_steps(
-        self, state: MigrationState, to: Target, page_size: int
-    ) -> Iterator[MigrationState]:
-        if state.new_count != to:
-            raise MigrationConflictError(
-                f"a change to {state.new_count} shards is in progress, not to {to}"
-            )
-        yield state
-        while True:
-            job = self.job_of(state)
-            if job is not None:
-                self.run_job(page_size=page_size, progress=Progress(job, None))
-            if state.phase == Phase.DONE:
-                return
-            self.clock.sleep(self.settle_left(state))
-            state = self.advance()
-            yield state
 
     # -- the plan -----------------------------------------------------------------------
 

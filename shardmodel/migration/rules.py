@@ -130,7 +130,7 @@ class ReshardWatch:
                 f"HashShards({old}, ...), or HashShards({new}, ...) with "
                 f"counts_before={{{cutover!r}: {old}}} on the BucketKeyAttribute"
             )
-        return ActiveMigration(state, layout.layout_with(old), layout.layout_with(new))
+        return ActiveMigration(state, *state.layouts(name, layout.pk().layout))
 
     def _ordered(self, state: MigrationState, declared: KeyLayout) -> ActiveMigration:
         """An OrderedShards boundaries change: the code declares the old or the new ones."""

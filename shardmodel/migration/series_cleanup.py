@@ -11,6 +11,7 @@ its checkpoint and finishes the same moves.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,6 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pynamodb.models import Model
 
-from shardmodel.core.times import bucket_label
 from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.bucket_counts import CountSchedule
 from shardmodel.keyspace.phases import ActiveMigration, Phase
@@ -68,7 +68,6 @@ class SeriesCleanup(ScanJob):
         self.cutover: str = state.cutover
         self.old = CountSchedule((), state.old_count)
         self.new = CountSchedule((), state.new_count)
-        self.format = self.series.bucket_format()
 
     def run(self) -> SegmentProgress:
         """Scan the segment to its end from its checkpoint; returns the final progress."""
@@ -82,6 +81,9 @@ class SeriesCleanup(ScanJob):
     def _handle(self, raw: _RawItem) -> int:
         """Move a reading stored with the old count past the cutover; 1 when moved."""
         stored = raw[self.hash_name]["S"]
+        with contextlib.suppress(ShardModelError):  # a key of no bucket: read below
+            if self.series.bucket_of(stored) < self.cutover:
+                return 0  # an earlier bucket keeps its count: not worth loading the row
         try:
             reading = self.model.from_raw_data(raw)
         except ShardModelError as error:
@@ -89,8 +91,6 @@ class SeriesCleanup(ScanJob):
             return 0
         entity = getattr(reading, self.series.entity)
         moment = getattr(reading, self.series.time)
-        if bucket_label(moment, self.format) < self.cutover:
-            return 0
         old = self.series.partition_key(entity, moment, self.old)
         new = self.series.partition_key(entity, moment, self.new)
         separator = self.series.pk().layout.separator

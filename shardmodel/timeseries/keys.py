@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from attrs import evolve, frozen
+from attrs import frozen
 from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import STRING
 
@@ -23,6 +23,8 @@ from shardmodel.engine import Placement
 from shardmodel.errors import ShardKeyError
 from shardmodel.keyspace.bucket_counts import CountSchedule
 from shardmodel.keyspace.keys import KeyLayout
+from shardmodel.keyspace.ordered import OrderedShards
+from shardmodel.keyspace.phases import resized_layout
 from shardmodel.keyspace.strategies import HashShards, KeyValues, Segment, ShardStrategy
 from shardmodel.keyspace.time_buckets import TimeBuckets
 
@@ -211,7 +213,8 @@ class SeriesLayout:
         strategies = self.pk().layout.strategies
         hashes = [i for i, s in enumerate(strategies) if isinstance(s, HashShards)]
         buckets = [i for i, s in enumerate(strategies) if isinstance(s, TimeBuckets)]
-        if len(hashes) != 1 or len(buckets) != 1:
+        counts = [s for s in strategies if isinstance(s, HashShards | OrderedShards)]
+        if len(hashes) != 1 or len(buckets) != 1 or len(counts) != 1:
             return None
         return hashes[0], buckets[0]
 
@@ -223,9 +226,16 @@ class SeriesLayout:
         assert isinstance(bucket, TimeBuckets)
         return bucket.format
 
+    def bucket_of(self, partition_key: str) -> str:
+        """The bucket label a partition key names (a counted layout only; a hot entity's
+        sub-partition keeps its suffix, which sorts within its bucket)."""
+        positions = self.counted()
+        assert positions is not None
+        return self.pk().layout.split(partition_key)[1][positions[1]]
+
     def layout_with(self, count: int) -> KeyLayout:
         """The partition key's layout with its HashShards at ``count`` shards."""
-        return _resized(self.pk().layout, count)
+        return _resized("series", self.pk().layout, count)
 
     def partition_key(
         self, entity: str, moment: datetime, schedule: CountSchedule | None = None
@@ -293,19 +303,12 @@ class SeriesLayout:
             return next(iter(by_count.values()))
         # each count's enumeration has one group per bucket, in time order: a bucket
         # takes the group of its own count
-        positions = self.counted()
-        assert positions is not None
-        layout = self.pk().layout
         chosen = []
         for index, groups in enumerate(zip(*by_count.values(), strict=True)):
-            label = layout.split(groups[0][0])[1][positions[1]]
-            chosen.append(by_count[schedule.count(label)][index])
+            chosen.append(by_count[schedule.count(self.bucket_of(groups[0][0]))][index])
         return chosen
 
 
-@functools.lru_cache(maxsize=256)
-def _resized(layout: KeyLayout, count: int) -> KeyLayout:
-    strategies = tuple(
-        evolve(s, n=count) if isinstance(s, HashShards) else s for s in layout.strategies
-    )
-    return evolve(layout, strategies=strategies)
+#: A layout with its HashShards at another count, cached: every save and range read of a
+#: model with a count change asks it
+_resized = functools.lru_cache(maxsize=256)(resized_layout)

@@ -93,9 +93,7 @@ def _moves(layout: SeriesLayout, loaded: str, bucket: str, cutover: str) -> bool
     separator = layout.pk().layout.separator
     if loaded == bucket or loaded.startswith(bucket + separator):
         return False
-    positions = layout.counted()
-    assert positions is not None
-    return layout.pk().layout.split(bucket)[1][positions[1]] >= cutover
+    return layout.bucket_of(bucket) >= cutover
 
 
 class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta):
@@ -174,8 +172,7 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
     def _bucket_of(cls, partition_key: str) -> str:
         """The bucket label of a bucket's partition key ("" without TimeBuckets)."""
         layout = cls._series()
-        positions = layout.counted()
-        return "" if positions is None else layout.pk().layout.split(partition_key)[1][positions[1]]
+        return "" if layout.counted() is None else layout.bucket_of(partition_key)
 
     @classmethod
     def _time_bucket_of(cls, sort_key: str) -> str:
