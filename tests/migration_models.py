@@ -202,10 +202,15 @@ class SensorSeries(TimeSeriesModel):
     value = NumberAttribute(null=True)
 
 
-def series_redeployed(count: int, counts_before: dict[str, int] | None = None) -> Any:
+def series_redeployed(
+    count: int, counts_before: dict[str, int] | None = None, table: str | None = None
+) -> Any:
     """SensorSeries as other code declares it: ``count`` shards (and ``counts_before``),
-    on the same table; a class of its own follows (or ignores) the change by itself."""
+    on the same table (or ``table``); a class of its own follows (or ignores) the change
+    by itself."""
     meta = type("Meta", (), {k: v for k, v in vars(SensorSeries.Meta).items() if k[0] != "_"})
+    if table is not None:
+        meta.table_name = table  # type: ignore[attr-defined]
     namespace = {
         "Meta": meta,
         "__module__": SensorSeries.__module__,
@@ -223,6 +228,12 @@ def series_redeployed(count: int, counts_before: dict[str, int] | None = None) -
         "value": NumberAttribute(null=True),
     }
     return type(f"SensorSeries{count}", (TimeSeriesModel,), namespace)
+
+
+def shard_moves(sensor: str) -> bool:
+    """True when SensorSeries puts ``sensor`` on another shard at 32 shards than at 16."""
+    old = HashShards(16, on="sensor_id", algorithm="sha256").shard_of([sensor])
+    return old != HashShards(32, on="sensor_id", algorithm="sha256").shard_of([sensor])
 
 
 MIGRATION_MODELS = (

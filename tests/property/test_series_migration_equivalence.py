@@ -19,18 +19,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from shardmodel import (
-    BucketKeyAttribute,
-    HashShards,
-    SeriesKeyAttribute,
-    SeriesTimeAttribute,
-    TimeBuckets,
-    TimeSeriesModel,
-)
 from shardmodel.migration import Phase, Reshard, follow, unfollow
 from shardmodel.testing import SimulatedClock
+from tests.migration_models import series_redeployed, shard_moves
 from tests.models import PlainReading
 from tests.series_equivalence import BASE, times
 
@@ -44,33 +36,6 @@ SENSORS = ["s1", "s10", "ünï", "sensor-alpha-001"]
 NOW = BASE + timedelta(hours=3)
 CUTOVER = "2023-10-27T16"
 WHO = ["prepare", "read_new", "lagging", "cleanup"]
-
-
-def series(table: str, count: int, counts_before: dict[str, int] | None = None) -> Any:
-    """The guide's layout with sha256 over ``count`` shards, on ``table``."""
-    meta = type("Meta", (), {"table_name": table, "region": "us-east-1"})
-    namespace = {
-        "Meta": meta,
-        "__module__": __name__,
-        "pk": BucketKeyAttribute(
-            strategy=[
-                HashShards(count, on="sensor_id", algorithm="sha256"),
-                TimeBuckets("timestamp", "hour"),
-            ],
-            counts_before=counts_before,
-            attr_name="PK",
-        ),
-        "sk": SeriesKeyAttribute(entity="sensor_id", time="timestamp", attr_name="SK"),
-        "sensor_id": UnicodeAttribute(),
-        "timestamp": SeriesTimeAttribute(),
-        "value": NumberAttribute(null=True),
-    }
-    return type(f"Series{count}", (TimeSeriesModel,), namespace)
-
-
-def moved(sensor: str) -> bool:
-    old = HashShards(16, on="sensor_id", algorithm="sha256").shard_of([sensor])
-    return old != HashShards(32, on="sensor_id", algorithm="sha256").shard_of([sensor])
 
 
 scenarios = st.fixed_dictionaries(
@@ -157,7 +122,7 @@ def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
     run = next(_runs)
     table = f"prop-series-{run}"
     clock = SimulatedClock(start=NOW.timestamp())
-    follower, lagging = series(table, 16), series(table, 16)
+    follower, lagging = series_redeployed(16, table=table), series_redeployed(16, table=table)
     follower.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     follow(follower, cache_seconds=0, clock=clock)
     operator = Reshard(follower, clock=clock)
@@ -168,7 +133,7 @@ def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
         model(sensor_id=sensor, timestamp=written, value=value).save()
         PlainReading(sensor_id=f"{run}-{sensor}", timestamp=moment, value=value).save()
         old_count = model is lagging or operator.status().phase == Phase.PREPARE  # type: ignore[union-attr]
-        hidden = old_count and moment.strftime("%Y-%m-%dT%H") >= CUTOVER and moved(sensor)
+        hidden = old_count and moment.strftime("%Y-%m-%dT%H") >= CUTOVER and shard_moves(sensor)
         ledger[(sensor, moment)] = (value, hidden)
 
     def check(model: Any, cutover_set: bool = True) -> None:
@@ -208,7 +173,7 @@ def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
     check(follower)
     operator.advance()
     unfollow(follower)
-    renewed = series(table, 32, {CUTOVER: 16})
+    renewed = series_redeployed(32, {CUTOVER: 16}, table=table)
     Reshard(renewed, clock=clock).finish()
     check(renewed)
     rows = sorted((r.sensor_id, r.timestamp, int(r.value)) for r in renewed.scan())

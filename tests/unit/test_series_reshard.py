@@ -35,7 +35,12 @@ from shardmodel.testing import (
     drop_tables,
     mock_dynamodb,
 )
-from tests.migration_models import MIGRATION_MODELS, SensorSeries, series_redeployed
+from tests.migration_models import (
+    MIGRATION_MODELS,
+    SensorSeries,
+    series_redeployed,
+    shard_moves,
+)
 
 UTC = timezone.utc
 #: 2023-11-14T22:13:20Z: a settle time of 60 s makes the first new bucket 23:00
@@ -58,12 +63,6 @@ def clock() -> Iterator[SimulatedClock]:
 def at(hours: float) -> datetime:
     """``hours`` after 22:00 on the start's day."""
     return datetime(2023, 11, 14, 22, tzinfo=UTC) + timedelta(hours=hours)
-
-
-def moved(sensor: str) -> bool:
-    """True when the sensor's shard differs at 16 and 32 shards (about half of them)."""
-    old = HashShards(16, on="sensor_id", algorithm="sha256").shard_of([sensor])
-    return old != HashShards(32, on="sensor_id", algorithm="sha256").shard_of([sensor])
 
 
 def write(model: Any, ledger: dict[Key, int], sensor: str, moment: datetime, value: int) -> None:
@@ -132,7 +131,7 @@ def test_the_count_changes_from_a_future_bucket_and_every_read_stays_exact(
         for minutes in (20, 50, 65, 110, 170):  # 22:20 .. 00:50, across the cutover
             write(SensorSeries, ledger, sensor, at(minutes / 60), 100 + n)
     # a process a phase behind writes ahead of the clock into the new count's buckets
-    strays = [s for s in SENSORS if moved(s)][:3]
+    strays = [s for s in SENSORS if shard_moves(s)][:3]
     for sensor in strays:
         lagging(sensor_id=sensor, timestamp=at(2.5), value=7).save()
     hidden = {(s, at(2.5)): 7 for s in strays}
@@ -198,7 +197,7 @@ def test_an_update_of_a_reading_loaded_from_its_old_partition_is_refused(
     operator = Reshard(SensorSeries, clock=clock)
     operator.start(32, settle_seconds=0)
     operator.advance()
-    sensor = next(s for s in SENSORS if moved(s))
+    sensor = next(s for s in SENSORS if shard_moves(s))
     series_redeployed(16)(sensor_id=sensor, timestamp=at(3), value=1).save()
     stray = next(iter(SensorSeries.scan()))
     with pytest.raises(ShardKeyError, match="save\\(\\) it whole"):
@@ -344,7 +343,7 @@ def test_a_hot_sensors_sub_partitions_follow_the_change(clock: SimulatedClock) -
     """A hot sensor's readings spread over sub-partitions of each bucket: across the
     cutover, and a stray in a sub-partition moves to the same sub-partition of its new
     bucket."""
-    sensor = next(s for s in SENSORS if moved(s))
+    sensor = next(s for s in SENSORS if shard_moves(s))
     SensorSeries.Meta.hot_entities = {sensor: 4}  # type: ignore[attr-defined]
     try:
         lagging = series_redeployed(16)
@@ -391,7 +390,7 @@ def test_the_async_twins_follow_a_series_change(clock: SimulatedClock) -> None:
     operator = Reshard(SensorSeries, clock=clock)
     operator.start(32, settle_seconds=0)
     operator.advance()  # read_new: the new count from 23:00
-    sensors = [s for s in SENSORS if moved(s)][:4]
+    sensors = [s for s in SENSORS if shard_moves(s)][:4]
 
     async def run() -> list[Any]:
         for n, sensor in enumerate(sensors):
