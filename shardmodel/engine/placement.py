@@ -34,6 +34,7 @@ from shardmodel.keyspace.phases import (
     MOVED,
     ActiveMigration,
     authority,
+    is_tombstone,
     state_of,
 )
 from shardmodel.keyspace.strategies import KeyValues, Segment, ShardCount, TimeBounds
@@ -192,13 +193,18 @@ class Placement:
         migration = self.migration
         if migration is not None:
             old: list[_RawItem] = []
-            new: _RawItem | None = None
+            news: list[_RawItem] = []
             for raw in copies:
                 physical = self._physical_of(raw)
                 if migration.is_old_key(key_of(raw), physical):
                     old.append(raw)
                 else:
-                    new = raw
+                    news.append(raw)
+            # random shards keep their numbers: a deleted item's tombstone and the item
+            # saved again on another shard are both at their own new keys
+            new = next((raw for raw in news if not is_tombstone(raw)), None)
+            if new is None and news:
+                new = news[0]
             found = authority(old, new)
             if found is None and new is None and lookup is not None:
                 moved = next((raw for raw in old if state_of(raw) in (MOVED, FENCED)), None)

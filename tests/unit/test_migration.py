@@ -703,6 +703,26 @@ def test_abort_before_backfill_returns_to_the_declared_layout_and_refuses_after(
     assert operator.status() is not None
 
 
+def test_a_random_item_deleted_and_saved_again_is_found(migration_tables: SimulatedClock) -> None:
+    """Growing RandomShards, an item deleted in read_new leaves a tombstone on its shard;
+    saved again it lands on a random shard, and every read finds it there."""
+    follow(Click, cache_seconds=0, clock=migration_tables)
+    reference = {seq: "v" for seq in range(40)}
+    for seq in reference:
+        Click(sensor="k", seq=seq, value="v").save()
+    operator = Reshard(Click, clock=migration_tables)
+    operator.start(32, settle_seconds=0)
+    for _ in range(3):
+        operator.run_job() if operator.status().phase in JOBS else None  # type: ignore[union-attr]
+        operator.advance()
+    for seq in range(20):  # one of two new picks lands on another shard than the tombstone
+        Click.get("k", seq).delete()
+        Click(sensor="k", seq=seq, value="again").save()
+        reference[seq] = "again"
+    expect(Click, "k", reference)
+    assert sorted((i.seq, i.value) for i in Click.scan()) == sorted(reference.items())
+
+
 def test_layout_changes_not_supported_are_refused_with_the_reason() -> None:
     """A time series without a HashShards count: refused, saying why, before anything is
     written. (A time series' count: tests/unit/test_series_reshard.py; OrderedShards
