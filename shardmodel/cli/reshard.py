@@ -70,7 +70,10 @@ def add_reshard_parser(commands: Subparsers) -> None:
     reshard.add_argument(
         "--abort",
         action="store_true",
-        help="remove the state of a migration that has moved nothing yet (before backfill)",
+        help=(
+            "go back to the declared layout: before backfill the state is removed; from "
+            "backfill on the change goes to done and returns (then --step, --finish)"
+        ),
     )
     reshard.add_argument(
         "--segments",
@@ -137,7 +140,7 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
             print(f"hold: the sweep waits {operator.settle_left(state):.0f}s more")
             return 1
         operator.run_job(page_size=args.page_size, progress=_progress(operator, state))
-    elif state.phase == Phase.DONE:
+    elif state.phase == Phase.DONE and not state.aborted:
         print(describe(operator, state))
         declares = (
             f"HashShards({state.new_count}, ...) with counts_before="
@@ -149,6 +152,12 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
             if state.new_boundaries is None
             else f"the {state.new_count} new boundaries"
         )
+        if state.returning:
+            print(
+                f"swept: every item is back under {declares}; run reshard --finish with the "
+                "model that declares it"
+            )
+            return 0
         print(
             f"swept: deploy the code that declares {declares}, then run reshard --finish "
             "with its model"
@@ -218,6 +227,9 @@ def interrupted(operator: Reshard, args: argparse.Namespace) -> str:
                 f"  segment {progress.segment}: {progress.scanned:,} items scanned, resumes "
                 f"after {where}"
             )
+    if state.aborted or state.returning:
+        lines.append(f"resume with: {base} --step   (repeat until the return is done)")
+        return "\n".join(lines)
     to = (
         f"--to {state.new_count}"
         if state.new_boundaries is None
@@ -281,9 +293,18 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
             return 0
         if args.abort:
             aborted = operator.abort()
+            if operator.status() is None:
+                print(
+                    f"{model.__name__}: the migration ({aborted.change}) was aborted in phase "
+                    f"{aborted.phase.value}; every process uses the declared layout again"
+                )
+                return 0
             print(
-                f"{model.__name__}: the migration ({aborted.change}) was aborted "
-                f"in phase {aborted.phase.value}; every process uses the declared layout again"
+                f"{model.__name__}: the migration ({aborted.change}) is aborted in phase "
+                f"{aborted.phase.value}: items have moved, so it goes on to done and then "
+                f"back to {aborted.old_count} by the same phases; keep the code as it is "
+                "(it follows both), run reshard --step until the return is done, then "
+                "reshard --finish"
             )
             return 0
         if args.segment is not None:

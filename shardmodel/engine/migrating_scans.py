@@ -116,6 +116,12 @@ def _still(model: type[Any], migration: ActiveMigration) -> ActiveMigration:
     """The scan's migration, checked before each page: a scan that returns items at their
     old keys cannot go on once a process may write an item without fencing its old key."""
     now = sharding_of(model).migration()
+    if now is not None and not now.state.same_change(migration.state):
+        raise CursorError(
+            f"{model.__name__}.scan: the layout change this scan began in ended and "
+            f"another began ({now.state.change}), which moves items between keys this "
+            "scan has passed; scan again from the start"
+        )
     # a process in done writes a new key without fencing the old one
     if migration.rules.scan_old and (now is None or now.state.at(Phase.DONE)):
         phase = "finished" if now is None else f"in phase {now.state.phase.value}"

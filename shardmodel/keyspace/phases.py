@@ -164,6 +164,12 @@ class MigrationState:
     #: when the change leaves prepare); None otherwise
     series: bool = False
     cutover: str | None = None
+    #: ``--abort`` was asked from backfill on: once done and swept, the change returns
+    #: to the old layout (:meth:`returned`) instead of waiting for ``--finish``
+    aborted: bool = False
+    #: this change is the return of an aborted one: its new layout is the one the code
+    #: declared before the aborted change began
+    returning: bool = False
 
     @property
     def change(self) -> str:
@@ -171,12 +177,44 @@ class MigrationState:
         ``RandomShards(4) -> HashShards(8, on=seq)``."""
         if self.old_strategy is not None and self.new_strategy is not None:
             old = self.old_strategy.describe(self.old_count)
-            return f"{old} -> {self.new_strategy.describe(self.new_count)}"
-        what = "shards" if self.new_boundaries is None else "ordered ranges"
-        if self.series:
-            start = "(bucket not chosen yet)" if self.cutover is None else self.cutover
-            what = f"shards from bucket {start}"
-        return f"{self.old_count} -> {self.new_count} {what}"
+            text = f"{old} -> {self.new_strategy.describe(self.new_count)}"
+        else:
+            what = "shards" if self.new_boundaries is None else "ordered ranges"
+            if self.series:
+                start = "(bucket not chosen yet)" if self.cutover is None else self.cutover
+                what = f"shards from bucket {start}"
+            text = f"{self.old_count} -> {self.new_count} {what}"
+        if self.aborted:
+            return f"{text}, aborted: returns to {self.old_count} after done"
+        if self.returning:
+            return f"{text}, the return of an aborted change"
+        return text
+
+    def returned(self, now: float) -> MigrationState:
+        """The change back to the old layout, in prepare: an aborted change's return.
+
+        Its old layout is this change's new one and the reverse: code declaring the
+        layout from before the aborted change follows it, and ``--finish`` expects it.
+        """
+        return MigrationState(
+            table=self.table,
+            old_count=self.new_count,
+            new_count=self.old_count,
+            phase=Phase.PREPARE,
+            changed_at=now,
+            settle_seconds=self.settle_seconds,
+            segments=self.segments,
+            version=self.version,
+            old_boundaries=self.new_boundaries,
+            new_boundaries=self.old_boundaries,
+            old_strategy=self.new_strategy,
+            new_strategy=self.old_strategy,
+            returning=True,
+        )
+
+    def same_change(self, other: MigrationState) -> bool:
+        """True when ``other`` is this change in any phase (not its return, nor another)."""
+        return _identity(self) == _identity(other)
 
     def layouts(self, model_name: str, declared: KeyLayout) -> tuple[KeyLayout, KeyLayout]:
         """The old and the new layout, from the declared one (either of them)."""
@@ -191,6 +229,20 @@ class MigrationState:
     def at(self, phase: Phase) -> bool:
         """True when the migration has reached ``phase`` (or a later one)."""
         return PHASES.index(self.phase) >= PHASES.index(phase)
+
+
+def _identity(state: MigrationState) -> tuple[Any, ...]:
+    return (
+        state.table,
+        state.old_count,
+        state.new_count,
+        state.old_boundaries,
+        state.new_boundaries,
+        state.old_strategy,
+        state.new_strategy,
+        state.series,
+        state.returning,
+    )
 
 
 #: The bookkeeping attribute of a migration's rows: ``moving:<token>`` on an old copy a

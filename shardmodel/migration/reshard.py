@@ -338,7 +338,7 @@ class Reshard:
     def advance(self) -> MigrationState:
         """Move to the next phase once this one has settled and its job has finished."""
         state = self._required()
-        if state.phase == Phase.DONE:
+        if state.phase == Phase.DONE and not state.aborted:
             raise MigrationConflictError(
                 "the migration is done: run the sweep (reshard --step), deploy the code that "
                 "declares the new count, then reshard --finish"
@@ -356,6 +356,10 @@ class Reshard:
                 "(reshard --step, or --segments N --segment i on each host)"
             )
         now = self.clock.now()
+        if state.phase == Phase.DONE:  # aborted, swept: the return begins
+            # its jobs must not find this change's finished segments
+            self.store.clear_progress()
+            return self.store.write(state.returned(now))
         if state.series:
             following = SERIES_PHASES[SERIES_PHASES.index(state.phase) + 1]
             cutover = state.cutover
@@ -422,6 +426,12 @@ class Reshard:
     def finish(self) -> None:
         """Remove the migration state once done (after the code declares the new count)."""
         state = self._required()
+        if state.aborted:
+            raise MigrationConflictError(
+                f"the migration ({state.change}) was aborted: its items go back to "
+                f"{state.old_count} once it is done; run reshard --step until the return "
+                "is done, then --finish"
+            )
         if state.phase != Phase.DONE:
             raise MigrationConflictError(
                 f"the migration is in phase {state.phase.value}; finish it before removing it"
@@ -486,16 +496,32 @@ class Reshard:
         self.store.remove()
 
     def abort(self) -> MigrationState:
-        """Remove the state of a migration that has moved nothing yet; returns it.
+        """Abort the migration; returns its state as it was.
 
-        Before ``backfill`` every item is at its old key and no key is fenced, so
-        removing the state returns every process to the declared layout, losing
-        nothing. From ``backfill`` on moved items live at their new keys only.
+        Before ``backfill`` every item is at its old key and no key is fenced: the state
+        is removed and every process returns to the declared layout at once. From
+        ``backfill`` on, items live at their new keys: the change goes on to ``done``
+        (its sweep included) and then returns to the old layout by the same phases, a
+        change in the other direction (``resume``, ``reshard --step``), which the code
+        declaring the old layout follows; ``--finish`` then removes the state. Nothing is
+        deployed and nothing is lost.
 
         Raises:
-            MigrationConflictError: no migration, or one that has started moving items.
+            MigrationConflictError: no migration, an aborted one or its return, a time
+                series past its cutover, or a change whose return is not made online.
         """
         state = self._required()
+        if state.returning:
+            raise MigrationConflictError(
+                f"this migration ({state.change}) takes the items back to the layout the "
+                "code declares; stopping it would leave them where no process looks; take "
+                "it to done (reshard --step), then --finish"
+            )
+        if state.aborted:
+            raise MigrationConflictError(
+                f"the migration ({state.change}) is aborted already; run reshard --step "
+                "until its return is done, then --finish"
+            )
         if state.series and state.cutover is not None:
             raise MigrationConflictError(
                 f"the count change is in phase {state.phase.value}: readings from bucket "
@@ -503,21 +529,69 @@ class Reshard:
                 "where only code following the change finds them; take it forward to done "
                 "(reshard --step)"
             )
-        if state.at(Phase.BACKFILL):
-            raise MigrationConflictError(
-                f"the migration is in phase {state.phase.value}: items have moved to their "
-                f"new keys ({state.new_count} shards), where only the migration's reads find "
-                "them; going back would mean moving them again, which is not built; take "
-                "the migration forward to done (reshard --step)"
-            )
-        self.store.remove()
+        if not state.at(Phase.BACKFILL) or self._nothing_moved(state):
+            self.store.remove()
+            return state
+        self._check_return(state)
+        self.store.write(evolve(state, aborted=True))
         return state
+
+    def _nothing_moved(self, state: MigrationState) -> bool:
+        """A RandomShards grow in backfill: items keep their shards and every write still
+        goes to an old shard, so no item is anywhere but under the old layout."""
+        if state.phase != Phase.BACKFILL or state.new_boundaries is not None:
+            return False
+        if state.new_strategy is not None or state.new_count < state.old_count:
+            return False
+        layout = self._layout()
+        return isinstance(layout.strategies[numbered_position("", layout)], RandomShards)
+
+    def _check_return(self, state: MigrationState) -> None:
+        """Refuse an abort whose return (the change in the other direction) ``start``
+        would refuse, before anything is written."""
+        name = self.model.__name__
+        where = f"--abort of {name}'s migration ({state.change}) in phase {state.phase.value}"
+        forward = "; take it forward to done and --finish, then start a change of your choice"
+        if state.old_strategy is not None:
+            back = state.old_strategy
+            attr = sharding_of(self.model).key()
+            key_names = {attr.attr_name, self.model._range_keyname}
+            python = {n for n, a in self.model.get_attributes().items() if a.attr_name in key_names}
+            if back.kind != "hash" or not set(back.on) <= python:
+                raise ShardConfigurationError(
+                    f"{where}: the return would swap back to "
+                    f"{back.describe(state.old_count)}, under which a process cannot work "
+                    f"out a moved item's key from the item{forward}"
+                )
+            return
+        if state.new_boundaries is not None or state.old_count > state.new_count:
+            return
+        layout = self._layout()
+        if not isinstance(layout.strategies[numbered_position(name, layout)], RandomShards):
+            return
+        if sharding_of(self.model).spec.counters:
+            raise ShardConfigurationError(
+                f"{where}: the return would shrink a counter model's RandomShards "
+                f"({state.new_count} -> {state.old_count}), and partial sums do not move "
+                f"exactly under concurrent adds{forward}"
+            )
+        if getattr(self.model, "_indexes", None):
+            raise ShardConfigurationError(
+                f"{where}: the return would shrink RandomShards ({state.new_count} -> "
+                f"{state.old_count}) on a model with secondary indexes, which is not made "
+                f"online (an index read could not tell a moved copy from a born one){forward}"
+            )
 
     def steps(
         self, to: Target, settle_seconds: float = 30.0, segments: int = 1, page_size: int = 100
     ) -> Iterator[MigrationState]:
         """Every step to ``to`` shards, waiting out each settle time; yields each state."""
         state = self.status() or self.start(to, settle_seconds, segments)
+        if state.aborted or state.returning:
+            raise MigrationConflictError(
+                f"the migration ({state.change}) was aborted; take it and its return to "
+                "done with resume() (reshard --step), then --finish"
+            )
         if state.new_strategy is not None or isinstance(to, HashShards):
             asked = (StrategySpec.of(to), to.n) if isinstance(to, HashShards) else None
             if asked != (state.new_strategy, state.new_count):
@@ -534,6 +608,15 @@ class Reshard:
             raise MigrationConflictError(
                 f"a migration to {state.new_count} shards is in progress, not to {to}"
             )
+        yield from self._through(state, page_size)
+
+    def resume(self, page_size: int = 100) -> Iterator[MigrationState]:
+        """Every remaining step of the migration in progress to its ``done``, waiting out
+        each settle time (an aborted change: through its return); yields each state."""
+        check_page_size(page_size)
+        yield from self._through(self._required(), page_size)
+
+    def _through(self, state: MigrationState, page_size: int) -> Iterator[MigrationState]:
         yield state
         total: int | None = None  # a segment's items for the progress line, estimated once
         while True:
@@ -544,7 +627,7 @@ class Reshard:
                 if total is None:
                     total = self.estimate().items // max(state.segments, 1) or None
                 self.run_job(page_size=page_size, progress=Progress(job, total))
-            if state.phase == Phase.DONE:
+            if state.phase == Phase.DONE and not state.aborted:
                 return
             self.clock.sleep(self.settle_left(state))
             state = self.advance()

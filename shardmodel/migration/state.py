@@ -152,9 +152,17 @@ class MigrationStore:
 
     def remove(self) -> None:
         """Delete the migration state and every segment's progress."""
-        items = self.items()
-        for item in items.scan():
-            if item.id == self.table or item.id.startswith(f"{self.table}#"):  # type: ignore[attr-defined]
+        self._delete(keep_state=False)
+
+    def clear_progress(self) -> None:
+        """Delete every segment's progress, keeping the migration state (a new change
+        follows in the same state item: its jobs start from the beginning)."""
+        self._delete(keep_state=True)
+
+    def _delete(self, keep_state: bool) -> None:
+        for item in self.items().scan():
+            key: str = item.id  # type: ignore[attr-defined]
+            if key.startswith(f"{self.table}#") or (key == self.table and not keep_state):
                 item.delete()
 
     def _segment_id(self, job: str, segments: int, segment: int) -> str:

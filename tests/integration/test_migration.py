@@ -2,7 +2,8 @@
 
 Runs on a moto server and on dynalite. Every phase is crossed while writers save, update
 and delete, readers get, query and count, and a slow reader pages through a key with
-cursors that cross phases; the backfill is killed mid-way and resumed once.
+cursors that cross phases; the backfill is killed mid-way and resumed once. A change
+aborted mid-backfill or in read_new goes to done and back under the same load.
 """
 
 from __future__ import annotations
@@ -453,6 +454,98 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
     }
     assert {(i["sensor"]["S"].rsplit("#", 1)[0], _number(i)) for i in raw} == expected
     assert len(raw) == len(expected)  # no copy left behind
+
+
+def migrate_and_abort(
+    model: Any, to: int, abort_in: Phase, passed: list[str], errors: list[str], clock: SettleClock
+) -> None:
+    """Every phase to ``abort_in`` (in backfill: segment 0 killed mid-way, the other left
+    to do), --abort, then the change and its return to done, the jobs run as they come."""
+    try:
+        operator = Reshard(model, clock=clock)
+        state = operator.start(to, settle_seconds=SETTLE, segments=2)
+        passed.append(state.phase.value)
+        while state.phase != abort_in:
+            clock.sleep(operator.settle_left(state))
+            if state.phase in JOBS:
+                operator.run_job(page_size=JOB_PAGE)
+            state = operator.advance()
+            passed.append(state.phase.value)
+        if abort_in in JOBS:
+            with pytest.raises(Killed):
+                operator.run_job(segment=0, page_size=JOB_PAGE, fault=kill_at(2))
+        operator.abort()
+        states = operator.resume(page_size=JOB_PAGE)
+        next(states)  # the phase it was aborted in
+        for state in states:
+            passed.append(("back:" if state.returning else "") + state.phase.value)
+    except Exception as error:
+        errors.append(f"migration: {error!r}")
+
+
+@pytest.mark.parametrize(
+    ("model", "to", "abort_in"),
+    [(Reading, 32, Phase.BACKFILL), (WideReading, 16, Phase.READ_NEW)],
+    ids=["grow-aborted-in-backfill", "shrink-aborted-in-read_new"],
+)
+def test_an_aborted_change_under_load_returns_and_loses_nothing(
+    server: str, model: Any, to: int, abort_in: Phase
+) -> None:
+    """Aborted mid-backfill (a segment killed) or in read_new, under writers, readers and a
+    paging cursor: the change goes to done and back; nothing is lost, repeated or returned
+    after its delete, and at the end each item is once at its key in the declared layout,
+    with --finish from the code that never changed."""
+    if server == "moto":
+        # moto's server reads the whole table for every page of a segmented scan, and an
+        # aborted change runs sixteen phases' scans: over 15 minutes on a loaded machine.
+        # The same aborts run on in-process moto in tests/unit/test_abort.py.
+        pytest.skip("over 15 minutes on moto's server: dynalite here, moto in the unit tests")
+    with model.batch_write() as batch:
+        for key in KEYS:
+            for seq in STABLE:
+                batch.save(model(sensor=key, seq=seq, value="stable"))
+    follow(model, cache_seconds=0.2)
+    ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
+    passed: list[str] = []
+    pages: list[int] = []
+    work = (ledger, stop, errors, inflight)
+    load = [
+        *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(2)),
+        *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(2)),
+        threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
+    ]
+    inflight.threads = load
+    for thread in load:
+        thread.start()
+    migration = threading.Thread(
+        target=migrate_and_abort,
+        args=(model, to, abort_in, passed, errors, SettleClock(inflight)),
+    )
+    migration.start()
+    migration.join(DEADLINE)
+    stop.set()
+    for thread in load:
+        thread.join(DEADLINE)
+    assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {passed}"
+    assert errors == [], f"longest write {ledger.longest:.1f}s (settle {SETTLE}s); {errors[:5]}"
+    every = [p.value for p in Phase]
+    assert passed == every + [f"back:{p}" for p in every]
+    assert len(pages) > 10
+    Reshard(model).finish()  # the code never changed
+    count = int(model.sensor.layout.strategies[0].n)
+    client = model._get_connection().connection.client
+    raw = client.scan(TableName=model.Meta.table_name, ConsistentRead=True)["Items"]
+    for item in raw:
+        assert set(item) == {"sensor", "seq", "value"}, item  # no tombstone, no marker
+        assert int(item["sensor"]["S"].rsplit("#", 1)[1]) < count, item
+    expected = {(key, seq) for key in KEYS for seq in STABLE} | {
+        k for k in ledger.saved if k not in ledger.deleted
+    }
+    assert {(i["sensor"]["S"].rsplit("#", 1)[0], _number(i)) for i in raw} == expected
+    assert len(raw) == len(expected)
+    for key in KEYS:  # and the declared layout alone finds them
+        unfollow(model)
+        assert sorted(i.seq for i in model.query(key)) == sorted(s for k, s in expected if k == key)
 
 
 def test_a_backfill_process_killed_mid_way_resumes(killable_server: str) -> None:
