@@ -43,7 +43,7 @@ from tests.migration_models import (
     WideClick,
     WideReading,
 )
-from tests.unit.test_migration import expect, migration_tables
+from tests.unit.test_migration import expect, index_reads, migration_tables
 from tests.unit.test_phase_interleavings import (
     BYSTANDER,
     TARGET,
@@ -231,6 +231,53 @@ def test_a_cursor_and_a_scan_crossing_into_the_return(migration_tables: Simulate
     with pytest.raises(CursorError, match="another began"):
         list(scan)
     Reshard(Reading).finish()
+
+
+def test_index_reads_and_their_cursors_through_the_change_and_its_return(
+    migration_tables: SimulatedClock,
+) -> None:
+    """A model with a plain and a sharded index, aborted in read_new: both indexes and
+    their counts show each item once in every phase of the change and its return, and
+    index cursors taken one step earlier resume with none twice, deleted or missed."""
+    reference = {s: ("red" if s % 2 else "blue", f"v{s}") for s in range(40)}
+    for seq, (color, value) in reference.items():  # enough for a deletion in every step
+        Tagged(sensor=KEY, seq=seq, value=value, color=color, team="t").save()
+    follow(Tagged, cache_seconds=0, clock=migration_tables)
+    cursors: list[tuple[Any, Any, set[int]]] = []
+    fresh = iter(range(100, 1000))
+
+    def each(phase: str) -> None:
+        index_reads(Tagged, reference)
+        for sharded, token, then in cursors:
+            red = {s for s, (c, _) in reference.items() if c == "red"}
+            for query, want in (
+                (Tagged.by_team.query("t", last_evaluated_key=sharded), set(reference)),
+                (Tagged.by_color.query("red", last_evaluated_key=token), red),
+            ):
+                rest = [i.seq for i in query]
+                assert rest == sorted(set(rest)), phase  # none twice
+                assert set(rest) <= {s for s in want if s > 3}, phase  # none deleted
+                assert {s for s in then & want if s > 3 and s != 5} <= set(rest), phase
+        first = Tagged.by_team.query("t", limit=4)
+        assert [i.seq for i in first] == sorted(reference)[:4]
+        second = Tagged.by_color.query("red", limit=2)
+        assert [i.seq for i in second] == [1, 3]
+        cursors[:] = [(first.last_evaluated_key, second.last_evaluated_key, set(reference))]
+        seq = next(fresh)  # a new item, a recolored one, a deleted one
+        Tagged(sensor=KEY, seq=seq, value="new", color="red", team="t").save()
+        reference[seq] = ("red", "new")
+        item = Tagged.get(KEY, 5)
+        color = "blue" if item.color == "red" else "red"
+        item.update(actions=[Tagged.color.set(color), Tagged.value.set(phase)])
+        reference[5] = (color, phase)
+        victim = max(s for s in reference if s < 100 and s != 5)
+        Tagged.get(KEY, victim).delete()
+        del reference[victim]
+        index_reads(Tagged, reference)
+
+    _abort_in(Tagged, 32, Phase.READ_NEW, migration_tables, each)
+    Reshard(Tagged).finish()
+    index_reads(Tagged, reference)
 
 
 def test_a_counter_grow_in_backfill_is_removed_and_refused_after(
