@@ -143,7 +143,9 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
     elif state.phase == Phase.DONE and not state.aborted:
         print(describe(operator, state))
         declares = (
-            f"HashShards({state.new_count}, ...) with counts_before="
+            f"HashShards({state.new_count}, ...) as before the change"
+            if state.series and state.returning
+            else f"HashShards({state.new_count}, ...) with counts_before="
             f"{{{state.cutover!r}: {state.old_count}}}"
             if state.series
             else state.new_strategy.describe(state.new_count)
@@ -297,6 +299,14 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
                 print(
                     f"{model.__name__}: the migration ({aborted.change}) was aborted in phase "
                     f"{aborted.phase.value}; every process uses the declared layout again"
+                )
+                return 0
+            if aborted.series:
+                print(
+                    f"{model.__name__}: the count change ({aborted.change}) is aborted: its "
+                    f"buckets return to {aborted.old_count} shards in every process; run "
+                    "reshard --step until done (its cleanup moves the readings written with "
+                    f"{aborted.new_count} back), then reshard --finish"
                 )
                 return 0
             print(

@@ -54,6 +54,18 @@ class CountSchedule:
         """True when it already holds the change to ``new`` shards at ``label``."""
         return self.last == new and (label, old) in self.changes
 
+    def without(self, label: str) -> CountSchedule:
+        """This schedule as it was before a change at ``label`` (the one it ends with):
+        that change's old count for every bucket from the previous change on."""
+        kept = tuple((b, c) for b, c in self.changes if b < label)
+        old = dict(self.changes).get(label, self.last)
+        return CountSchedule(kept, old)
+
+    def before(self, label: str, count: int) -> bool:
+        """True when it gives ``count`` shards from its last change on and changes
+        nothing at ``label`` (the code from before a change at ``label``)."""
+        return self.last == count and all(b != label for b, _ in self.changes)
+
     def describe(self) -> str:
         """``{'2026-11-25T04': 16}``: the ``counts_before`` that declares it."""
         return "{" + ", ".join(f"{b!r}: {c}" for b, c in self.changes) + "}"
@@ -121,8 +133,13 @@ def _example(fmt: str) -> str:
 
 def during(schedule: CountSchedule, state: MigrationState | None) -> CountSchedule:
     """The schedule a process follows: the declared one, with the cutover of a count
-    change in progress (once it is set) where the code does not declare it yet."""
+    change in progress (once it is set) where the code does not declare it yet; during
+    the return of an aborted change, the schedule from before it."""
     if state is None or state.cutover is None:
+        return schedule
+    if state.returning:  # back to the counts from before the aborted change
+        if schedule.declares(state.cutover, state.new_count, state.old_count):
+            return schedule.without(state.cutover)
         return schedule
     if schedule.declares(state.cutover, state.old_count, state.new_count):
         return schedule

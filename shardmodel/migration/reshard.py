@@ -484,6 +484,17 @@ class Reshard:
         series = self.model._series_layout  # type: ignore[attr-defined]
         old, new, cutover = state.old_count, state.new_count, state.cutover
         assert cutover is not None  # set when the change left prepare
+        if state.returning:
+            if not series.schedule.before(cutover, new):
+                raise MigrationConflictError(
+                    f"{self.model.__name__} declares {series.schedule.last} shards with "
+                    f"counts_before={series.schedule.describe()}: the aborted change's "
+                    f"buckets from {cutover!r} on are back at {new} shards; run --finish from "
+                    f"the code that declares HashShards({new}, ...) as before the change "
+                    f"(no counts_before entry {cutover!r})"
+                )
+            self.store.remove()
+            return
         if not series.schedule.declares(cutover, old, new):
             raise MigrationConflictError(
                 f"{self.model.__name__} declares {series.schedule.last} shards with "
@@ -523,17 +534,41 @@ class Reshard:
                 "until its return is done, then --finish"
             )
         if state.series and state.cutover is not None:
-            raise MigrationConflictError(
-                f"the count change is in phase {state.phase.value}: readings from bucket "
-                f"{state.cutover!r} on may already be written with {state.new_count} shards, "
-                "where only code following the change finds them; take it forward to done "
-                "(reshard --step)"
-            )
+            return self._abort_series(state)
         if not state.at(Phase.BACKFILL) or self._nothing_moved(state):
             self.store.remove()
             return state
         self._check_return(state)
         self.store.write(evolve(state, aborted=True))
+        return state
+
+    def _abort_series(self, state: MigrationState) -> MigrationState:
+        """A time series' count change in read_new whose first bucket has not begun yet
+        (and will not within a settle time): its buckets return to the old count in
+        every process, and a cleanup moves the readings (dated ahead of the clock)
+        written there with the new count back."""
+        cutover = state.cutover
+        assert cutover is not None
+        fmt = self.model._series_layout.bucket_format()  # type: ignore[attr-defined]
+        now = self.clock.now()
+        soonest = first_bucket_after(
+            fmt, datetime.fromtimestamp(now + state.settle_seconds + CLOCK_MARGIN, timezone.utc)
+        )
+        if state.phase != Phase.READ_NEW or cutover < soonest:
+            raise MigrationConflictError(
+                f"the count change is in phase {state.phase.value} and its first bucket "
+                f"{cutover!r} begins within a settle time: readings of it are (or will be, "
+                f"before every process sees an abort) written with {state.new_count} shards "
+                "as they happen, and going back would hide them until a cleanup moved them; "
+                "take it forward to done (reshard --step), then start a change back"
+            )
+        back = evolve(
+            state.returned(now),
+            phase=Phase.READ_NEW,
+            series=True,
+            cutover=cutover,
+        )
+        self.store.write(back)
         return state
 
     def _nothing_moved(self, state: MigrationState) -> bool:

@@ -122,6 +122,16 @@ class ReshardWatch:
                     f"(phase {state.phase.value}); declare {old} until reshard --step "
                     "chooses it"
                 )
+        elif state.returning:
+            if not (schedule.before(cutover, new) or schedule.declares(cutover, new, old)):
+                raise ShardConfigurationError(
+                    f"{name} declares {schedule.last} shards with counts_before="
+                    f"{schedule.describe()}, but the count change of table {state.table!r} "
+                    f"was aborted and its buckets from {cutover!r} on return to {new} "
+                    f"shards; declare HashShards({new}, ...) as before the change, or the "
+                    f"aborted change (HashShards({old}, ...) with counts_before="
+                    f"{{{cutover!r}: {new}}})"
+                )
         elif schedule.last != old and not schedule.declares(cutover, old, new):
             raise ShardConfigurationError(
                 f"{name} declares {schedule.last} shards with counts_before="

@@ -200,8 +200,9 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         migration = sharding_of(cls).migration()
         state = None if migration is None else migration.state
         schedule = during(layout.schedule, state)
-        # one count for every bucket: the declared layout itself
-        return (schedule if schedule.changes else None), None if state is None else state.cutover
+        # one count for every bucket, the declared one: the declared layout itself
+        plain = not schedule.changes and schedule.last == layout.schedule.last
+        return (None if plain else schedule), None if state is None else state.cutover
 
     def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
         """The stored item: both keys computed, entity and time only in the sort key."""

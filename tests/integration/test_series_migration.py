@@ -6,7 +6,9 @@ later ones dated ahead of the clock, so some land in the new count's buckets bef
 change reaches every process), one of them following the change with a longer cache (a
 process a phase behind); readers list ranges with query_series and latest, a pager
 resumes cursors across the phases, and the cleanup is killed mid-way and resumed. Nothing
-is lost or returned twice, in any phase and at the end.
+is lost or returned twice, in any phase and at the end. The same with the change aborted
+in read_new: its buckets return to 16 shards and its cleanup moves back what was written
+with 32.
 """
 
 from __future__ import annotations
@@ -157,7 +159,12 @@ def pager(ledger: Ledger, stop: threading.Event, errors: list[str], passes: list
         errors.append(f"pager: {error!r}")
 
 
-def test_a_series_count_change_under_load_loses_and_repeats_nothing(server: str) -> None:
+@pytest.mark.parametrize("aborted", [False, True], ids=["done", "aborted"])
+def test_a_series_count_change_under_load_loses_and_repeats_nothing(
+    server: str, aborted: bool
+) -> None:
+    """The change to done and --finish from the code declaring it; or aborted in
+    read_new and taken back to 16 shards, --finish from the code that never changed."""
     base = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     ledger = Ledger(base)
     rng = random.Random(1)
@@ -189,7 +196,14 @@ def test_a_series_count_change_under_load_loses_and_repeats_nothing(server: str)
         phases.append(state.phase)
         ledger.cutover = state.cutover
         clock.sleep(SETTLE)
-        ledger.informed = time.monotonic()  # every process has seen read_new
+        if aborted:  # readings past the cutover, written with 32, wait for the cleanup
+            clock.sleep(SETTLE)
+            operator.abort()
+            back = operator.status()
+            assert back is not None and back.returning
+            phases.append(back.phase)
+            clock.sleep(SETTLE)
+        ledger.informed = time.monotonic()  # every process has seen read_new (or its return)
         clock.sleep(SETTLE)
         phases.append(operator.advance().phase)
         pages = [0]
@@ -214,13 +228,14 @@ def test_a_series_count_change_under_load_loses_and_repeats_nothing(server: str)
         for thread in load:
             thread.join(DEADLINE)
     assert errors == [], errors[:5]
-    assert phases == [Phase.PREPARE, Phase.READ_NEW, Phase.CLEANUP, Phase.DONE]
+    returned = [Phase.READ_NEW] if aborted else []
+    assert phases == [Phase.PREPARE, Phase.READ_NEW, *returned, Phase.CLEANUP, Phase.DONE]
     assert reads[0] > 5 and passes[0] > 1
-    # the readings written before the cutover was known, dated in its buckets: moved
+    # the readings written with the other count, dated in the cutover's buckets: moved
     assert moved > 0
     unfollow(SensorSeries)
     unfollow(lagging)
-    renewed = series_redeployed(32, {ledger.cutover: 16})
+    renewed = SensorSeries if aborted else series_redeployed(32, {ledger.cutover: 16})
     Reshard(renewed).finish()
     low, high = base - timedelta(hours=2), base + timedelta(hours=4)
     for sensor in [*SENSORS, PAGED]:
@@ -233,4 +248,4 @@ def test_a_series_count_change_under_load_loses_and_repeats_nothing(server: str)
     rows = sorted((r.sensor_id, r.timestamp) for r in renewed.scan())
     assert rows == sorted(ledger.saved)
     new_keys = {r.pk for r in renewed.scan() if r.pk.split("#")[1] >= ledger.cutover}
-    assert any(int(k.split("#")[0]) >= 16 for k in new_keys)
+    assert any(int(k.split("#")[0]) >= 16 for k in new_keys) is not aborted

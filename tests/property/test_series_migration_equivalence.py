@@ -7,7 +7,10 @@ process that follows and by one a phase behind, and in cleanup. After each phase
 query_series (both directions, a limit, a resume from its cursor) and count_series
 return what PlainReading returns for the same saves, except what the resharding page
 documents: a reading dated in the new count's buckets, last written with the old count,
-is found once the cleanup has moved it.
+is found once the cleanup has moved it. Half the examples abort the change in read_new:
+its buckets return to 16 shards at once, the readings written there with 32 are found
+once the return's cleanup moved them back, and where both counts hold a row the 16
+shards' one is kept (the documented edges, mirrored).
 """
 
 from __future__ import annotations
@@ -49,20 +52,32 @@ scenarios = st.fixed_dictionaries(
         "forward": st.booleans(),
         "limit": st.none() | st.integers(1, 12),
         "resume_after": st.none() | st.integers(0, 12),
+        "aborted": st.booleans(),
     }
 )
 
 
-def _expected(plain_key: str, scenario: dict[str, Any], hidden: set[datetime]) -> list[Any]:
+def _expected(
+    plain_key: str,
+    scenario: dict[str, Any],
+    hidden: set[datetime],
+    kept: dict[datetime, int] | None = None,
+) -> list[Any]:
     """What PlainReading returns for the window, less the readings a range read may not
-    see yet (``hidden``), the limit applied after."""
+    see yet (``hidden``), with the values of ``kept`` (an aborted change's return keeps
+    a reading's copy with the old count where both counts hold one), the limit after."""
     (_, low), (_, high) = scenario["window"]
     found = PlainReading.query(
         plain_key,
         PlainReading.timestamp.between(low, high),
         scan_index_forward=scenario["forward"],
     )
-    shown = [(r.timestamp, int(r.value)) for r in found if r.timestamp not in hidden]
+    kept = kept or {}
+    shown = [
+        (r.timestamp, kept.get(r.timestamp, int(r.value)))
+        for r in found
+        if r.timestamp not in hidden
+    ]
     limit = scenario["limit"]
     return shown if limit is None else shown[:limit]
 
@@ -106,7 +121,17 @@ def _strays() -> dict[str, Any]:
         "forward": False,
         "limit": 4,
         "resume_after": 1,
+        "aborted": False,
     }
+
+
+def _returned() -> dict[str, Any]:
+    """The same, aborted in read_new: s10's readings past the cutover written with 32
+    wait for the return's cleanup; one written with 16 first keeps that value."""
+    scenario = _strays()
+    moment = BASE + timedelta(hours=4.75)  # also written with 16 by the process behind
+    writes = [("s10", (moment, moment), 7, "lagging"), *scenario["writes"]]
+    return {**scenario, "writes": writes, "aborted": True, "limit": None}
 
 
 # each example makes its own table and runs a whole change (about a second on moto): 40
@@ -116,6 +141,7 @@ def _strays() -> dict[str, Any]:
 )
 @given(scenario=scenarios)
 @example(scenario=_strays())
+@example(scenario=_returned())
 def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
     scenario: dict[str, Any],
 ) -> None:
@@ -127,20 +153,38 @@ def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
     follow(follower, cache_seconds=0, clock=clock)
     operator = Reshard(follower, clock=clock)
     ledger: dict[tuple[str, datetime], tuple[int, bool]] = {}
+    #: an aborted change's return: the rows of readings whose two counts' partitions
+    #: differ, by count (16: where the return reads; 32: what its cleanup moves back)
+    rows: dict[tuple[str, datetime], dict[int, int]] = {}
 
     def save(model: Any, sensor: str, written: Any, moment: datetime, value: int) -> None:
         # the series table is this example's own; the plain one names the run
         model(sensor_id=sensor, timestamp=written, value=value).save()
         PlainReading(sensor_id=f"{run}-{sensor}", timestamp=moment, value=value).save()
-        old_count = model is lagging or operator.status().phase == Phase.PREPARE  # type: ignore[union-attr]
-        hidden = old_count and moment.strftime("%Y-%m-%dT%H") >= CUTOVER and shard_moves(sensor)
-        ledger[(sensor, moment)] = (value, hidden)
+        state = operator.status()
+        assert state is not None
+        old_count = model is lagging or state.phase == Phase.PREPARE or state.returning
+        moving = moment.strftime("%Y-%m-%dT%H") >= CUTOVER and shard_moves(sensor)
+        ledger[(sensor, moment)] = (value, old_count and moving)
+        if moving:
+            rows.setdefault((sensor, moment), {})[16 if old_count else 32] = value
 
-    def check(model: Any, cutover_set: bool = True) -> None:
-        """Reads match; before the cutover is set every reading is where reads look."""
+    def check(model: Any, cutover_set: bool = True, returning: str | None = None) -> None:
+        """Reads match; before the cutover is set every reading is where reads look.
+
+        ``returning``: in an aborted change's return, ``"reading"`` (its reads find the
+        16 shards' rows only) or ``"moved"`` (its cleanup moved the 32 shards' rows
+        back, but where a 16 row was)."""
         sensor = scenario["sensor"]
         hidden = {t for (s, t), (_, h) in ledger.items() if s == sensor and h and cutover_set}
-        expected = _expected(f"{run}-{sensor}", scenario, hidden)
+        kept: dict[datetime, int] = {}
+        if returning is not None:
+            mine = {t: r for (s, t), r in rows.items() if s == sensor}
+            hidden = (
+                {t for t, r in mine.items() if 16 not in r} if returning == "reading" else set()
+            )
+            kept = {t: r.get(16, r.get(32, 0)) for t, r in mine.items()}
+        expected = _expected(f"{run}-{sensor}", scenario, hidden, kept)
         assert _read(model, sensor, scenario) == expected
         (low, low_utc), (high, high_utc) = scenario["window"]
         plain = PlainReading.count(
@@ -164,6 +208,25 @@ def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
     for sensor, (written, moment), value, _ in phase("read_new"):
         save(follower, sensor, written, moment, value)
     check(follower)
+    if scenario["aborted"]:
+        operator.abort()  # its first bucket, 16:00, is an hour ahead of the clock
+        check(follower, returning="reading")
+        check(lagging, returning="reading")  # code declaring 16 reads as the return does
+        operator.advance()
+        for sensor, (written, moment), value, _ in phase("cleanup"):
+            save(follower, sensor, written, moment, value)
+        check(follower, returning="reading")
+        operator.run_job(page_size=7)
+        check(follower, returning="moved")
+        operator.advance()
+        Reshard(lagging, clock=clock).finish()
+        unfollow(follower)
+        check(lagging, returning="moved")
+        for key, found in rows.items():  # the 16 shards' row where there is one
+            ledger[key] = (found.get(16, found.get(32, 0)), False)
+        stored = sorted((r.sensor_id, r.timestamp, int(r.value)) for r in lagging.scan())
+        assert stored == sorted((s, t, v) for (s, t), (v, _) in ledger.items())
+        return
     operator.advance()
     operator.run_job(page_size=7)
     ledger = {k: (v, False) for k, (v, _) in ledger.items()}  # every reading moved

@@ -212,14 +212,91 @@ def test_an_update_of_a_reading_loaded_from_its_old_partition_is_refused(
     assert [(r.sensor_id, r.value) for r in SensorSeries.scan()] == [(sensor, 3)]
 
 
-def test_abort_before_the_cutover_is_chosen_and_refused_after(clock: SimulatedClock) -> None:
+def test_abort_in_prepare_removes_the_state_and_is_refused_once_the_bucket_is_near(
+    clock: SimulatedClock,
+) -> None:
+    """In prepare the state is removed. In read_new an abort is refused once the first
+    bucket with the new count begins within a settle time (plus the clock margin): its
+    readings are written with the new count as they happen; and in cleanup."""
     operator = Reshard(SensorSeries, clock=clock)
-    operator.start(32, settle_seconds=0)
+    operator.start(32, settle_seconds=60)
     assert operator.abort().phase == Phase.PREPARE
-    operator.start(32, settle_seconds=0)
-    operator.advance()
-    with pytest.raises(MigrationConflictError, match="take it forward"):
+    assert operator.status() is None
+    operator.start(32, settle_seconds=60)
+    clock.advance(60)
+    assert operator.advance().cutover == "2023-11-14T23"  # at 22:14:20
+    clock.advance(44 * 60)  # 22:58:20: 23:00 begins within 60 s + the 60 s margin
+    state = operator.status()
+    with pytest.raises(MigrationConflictError, match="begins within a settle time"):
         operator.abort()
+    assert operator.status() == state
+    clock.advance(60)
+    operator.advance()  # cleanup
+    with pytest.raises(MigrationConflictError, match="phase cleanup"):
+        operator.abort()
+
+
+def test_an_aborted_count_change_returns_its_buckets_to_the_old_count(
+    clock: SimulatedClock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Aborted in read_new before its first bucket begins: every process writes and reads
+    the old count again at once; readings a follower wrote ahead of the clock with the
+    new count are found once the return's cleanup moved them (a scan sees them all
+    along); --finish wants the code from before the change."""
+    ledger: dict[Key, int] = {}
+    for n, sensor in enumerate(SENSORS):
+        for minutes in (-30, 5):
+            write(SensorSeries, ledger, sensor, at(minutes / 60), n)
+    follow(SensorSeries, cache_seconds=0, clock=clock)
+    renewed = series_redeployed(32, {"2023-11-14T23": 16})  # the aborted change's code
+    follow(renewed, cache_seconds=0, clock=clock)
+    operator = Reshard(SensorSeries, clock=clock)
+    operator.start(32, settle_seconds=60)
+    clock.advance(60)
+    assert operator.advance().cutover == "2023-11-14T23"
+    ahead = [s for s in SENSORS if shard_moves(s)][:4]
+    for sensor in ahead:  # dated ahead of the clock, written with 32 shards
+        write(SensorSeries, ledger, sensor, at(1.5), 7)
+    low, high = at(-2), at(3)
+    check_reads(SensorSeries, ledger, low, high)
+    page = SensorSeries.query_series(ahead[0], low, high, limit=1)
+    first = [(r.timestamp, r.value) for r in page]
+    cursor = page.last_evaluated_key
+    monkeypatch.setattr("shardmodel.migration.reshard.SystemClock", lambda: clock)
+    assert main(["reshard", "tests.migration_models:SensorSeries", "--abort"]) == 0
+    assert "buckets return to 16 shards in every process" in capsys.readouterr().out
+    state = operator.status()
+    assert state is not None and state.returning and state.phase == Phase.READ_NEW
+    assert (state.old_count, state.new_count, state.cutover) == (32, 16, "2023-11-14T23")
+    hidden = {(s, at(1.5)): 7 for s in ahead}
+    shown = {k: v for k, v in ledger.items() if k not in hidden}
+    for model in (SensorSeries, renewed):  # both declarations follow the return
+        check_reads(model, shown, low, high, hidden)
+    for n, sensor in enumerate(SENSORS):  # written now with 16 shards, past the cutover too
+        write(renewed, shown, sensor, at(0.5), 200 + n)
+        write(SensorSeries, shown, sensor, at(2), 300 + n)
+    keys = {r.pk for r in SensorSeries.scan() if r.timestamp == at(2)}
+    assert all(int(k.split("#")[0]) < 16 for k in keys)
+    with pytest.raises(ShardConfigurationError, match="return to 16"):
+        follow(series_redeployed(24), cache_seconds=0, clock=clock).refresh()
+    with pytest.raises(MigrationConflictError, match="takes the items back"):
+        operator.abort()
+    clock.advance(60)
+    assert operator.advance().phase == Phase.CLEANUP
+    assert sum(p.changed for p in operator.run_job(page_size=5)) == len(ahead)
+    ledger = {**shown, **hidden}
+    for model in (SensorSeries, renewed):
+        check_reads(model, ledger, low, high)
+    rest = SensorSeries.query_series(ahead[0], low, high, last_evaluated_key=cursor)
+    assert first + [(r.timestamp, r.value) for r in rest] == expected(ledger, ahead[0], low, high)
+    clock.advance(60)
+    assert operator.advance().phase == Phase.DONE
+    with pytest.raises(MigrationConflictError, match="as before the change"):
+        Reshard(renewed, clock=clock).finish()
+    operator.finish()
+    unfollow(SensorSeries)
+    check_reads(SensorSeries, ledger, low, high)  # from its declaration alone
+    assert all(int(r.pk.split("#")[0]) < 16 for r in SensorSeries.scan())
 
 
 def test_the_declaration_must_match_the_change(clock: SimulatedClock) -> None:
