@@ -13,6 +13,11 @@ layout (16 shards): the ratio is what the migration adds to a read.
 
 ``python -m benchmarks.reshard_bench [items]`` (default 100,000; ``make bench`` runs 20,000
 to keep the whole bench short).
+
+``python -m benchmarks.reshard_bench ITEMS --abort-in PHASE``: after that straight change
+(the baseline), the same change of the same items on a second table, aborted in
+``PHASE`` and taken to done and back (``Reshard.resume``): its rows, its totals and
+their ratio to the baseline's.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ def phase_rows(
     """Print the header and a row per phase ``steps`` reaches: its wall time, the requests
     sent to reach it by operation, and ``reads()``'s requests in it. Returns the total
     wall, the requests by operation, those sent so far, and when the last row ended."""
-    print(f"{'reached':<11}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
+    print(f"{'reached':<14}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
     total_wall = 0.0
     total: Counter[str] = Counter()
     mark = time.perf_counter()
@@ -84,8 +89,8 @@ def phase_rows(
         read = reads()
         seen = Counter(requests.sent)
         detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-        name = state.phase.value
-        print(f"{name:<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
+        name = ("back:" if state.returning else "") + state.phase.value
+        print(f"{name:<14}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
         total_wall += now - mark
         mark = time.perf_counter()
     return total_wall, total, seen, mark
@@ -109,7 +114,62 @@ def _reads(requests: Requests) -> tuple[int, float]:
     return sent, sent / returned
 
 
-def main(items: int = ITEMS) -> None:
+class Aborted(Reading):
+    """The same layout on a second table: the change aborted and taken back."""
+
+    class Meta:
+        table_name = "bench-reshard-aborted"
+        region = "us-east-1"
+
+
+def _aborted(items: int, abort_in: Phase, requests: Requests, baseline: tuple[float, int]) -> None:
+    """The change of ``Aborted``'s items aborted in ``abort_in``, then done and back."""
+    per_key = items // KEYS
+    with Aborted.batch_write() as batch:
+        for key in range(KEYS):
+            for seq in range(per_key):
+                batch.save(Aborted(sensor=f"sensor-{key}", seq=seq, value="x" * 40))
+    follow(Aborted, cache_seconds=0)
+    operator = Reshard(Aborted)
+    requests.watch(Aborted._get_connection().connection.client)
+    requests.watch(operator.store.items()._get_connection().connection.client)
+
+    def reads() -> int:
+        before = sum(requests.sent.values())
+        list(Aborted.query("sensor-7", limit=100))
+        Aborted.get("sensor-7", 7)
+        return sum(requests.sent.values()) - before
+
+    def steps() -> Iterable[MigrationState]:
+        for state in operator.steps(32, settle_seconds=0, page_size=100):
+            yield state
+            if state.phase == abort_in:
+                break
+        operator.abort()
+        states = operator.resume(page_size=100)
+        next(states)  # the phase it was aborted in
+        yield from states
+
+    print(f"\nthe same change on a second table, aborted in {abort_in.value}, then done and back:")
+    total_wall, total, seen, mark = phase_rows(steps(), requests, reads)
+    now = time.perf_counter()  # the return's sweep ran after its last yield
+    sent = requests.sent - seen
+    total += sent
+    total_wall += now - mark
+    detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
+    print(f"{'back:sweep':<14}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail}")
+    requested = sum(total.values())
+    wall, sent = baseline
+    print(
+        f"aborted total: {total_wall:.0f} s, {requested:,} requests "
+        f"({requested / items:.1f} per item); against the straight change: wall "
+        f"{total_wall / wall:.2f}x, requests {requested / sent:.2f}x"
+    )
+    operator.finish()  # the code never changed
+    assert Aborted.count("sensor-7") == per_key
+
+
+def main(items: int = ITEMS, abort_in: Phase | None = None) -> None:
     """Load, migrate phase by phase, print the table."""
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
@@ -137,7 +197,7 @@ def main(items: int = ITEMS) -> None:
         total += sent
         total_wall += now - mark
         detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-        print(f"{'sweep':<11}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail}")
+        print(f"{'sweep':<14}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail}")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(
             f"total: {total_wall:.0f} s, {sum(total.values()):,} requests "
@@ -145,7 +205,17 @@ def main(items: int = ITEMS) -> None:
         )
         assert operator.status() is not None and operator.status().phase == Phase.DONE  # type: ignore[union-attr]
         assert Reading.count("sensor-7") == items // KEYS
+        if abort_in is not None:
+            bind_models([Aborted], host=url, **CREDENTIALS)
+            create_tables([Aborted])
+            _aborted(items, abort_in, requests, (total_wall, sum(total.values())))
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else ITEMS)
+    arguments = sys.argv[1:]
+    phase = None
+    if "--abort-in" in arguments:
+        at = arguments.index("--abort-in")
+        phase = Phase(arguments[at + 1])
+        del arguments[at : at + 2]
+    main(int(arguments[0]) if arguments else ITEMS, phase)
