@@ -12,7 +12,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -373,6 +373,41 @@ def diagnose(
     return "; ".join(lines)
 
 
+def under_load(
+    model: Any, operate: Callable[[list[str], SettleClock], None], progress: list[Any]
+) -> tuple[Ledger, list[str], list[int]]:
+    """Stable items in every key, then two writers, two readers and a pager on ``model``
+    while ``operate(errors, clock)`` changes its layout on a thread of its own.
+
+    Returns the ledger, every error, and the pager's pages once the load has stopped.
+    ``progress``: what ``operate`` reached, for the message if it does not finish.
+    """
+    with model.batch_write() as batch:
+        for key in KEYS:
+            for seq in STABLE:
+                batch.save(model(sensor=key, seq=seq, value="stable"))
+    follow(model, cache_seconds=0.2)
+    ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
+    pages: list[int] = []
+    work = (ledger, stop, errors, inflight)
+    load = [
+        *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(2)),
+        *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(2)),
+        threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
+    ]
+    inflight.threads = load
+    for thread in load:
+        thread.start()
+    migration = threading.Thread(target=operate, args=(errors, SettleClock(inflight)))
+    migration.start()
+    migration.join(DEADLINE)
+    stop.set()
+    for thread in load:
+        thread.join(DEADLINE)
+    assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {progress}"
+    return ledger, errors, pages
+
+
 @pytest.mark.parametrize(
     ("model", "to"),
     [(Reading, 32), (WideReading, 16), (OrderedReading, drifted_boundaries())],
@@ -402,33 +437,11 @@ def test_a_migration_under_load_loses_and_duplicates_nothing(
         # it_began_in). On the current code 9 shrink runs on moto passed. A failure
         # prints each returned item's copies and the phases of its save and delete.
         pytest.skip("about 3 minutes on moto: the shrink runs on moto, the grow on dynalite")
-    with model.batch_write() as batch:
-        for key in KEYS:
-            for seq in STABLE:
-                batch.save(model(sensor=key, seq=seq, value="stable"))
-    follow(model, cache_seconds=0.2)
-    ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
     phases: list[Phase] = []
-    pages: list[int] = []
-    work = (ledger, stop, errors, inflight)
-    load = [
-        *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(2)),
-        *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(2)),
-        threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
-    ]
-    inflight.threads = load
-    for thread in load:
-        thread.start()
     when: list[float] = []
-    migration = threading.Thread(
-        target=migrate, args=(model, to, phases, errors, SettleClock(inflight), when)
+    ledger, errors, pages = under_load(
+        model, lambda errors, clock: migrate(model, to, phases, errors, clock, when), phases
     )
-    migration.start()
-    migration.join(DEADLINE)
-    stop.set()
-    for thread in load:
-        thread.join(DEADLINE)
-    assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {phases}"
     # the phase rules assume no operation spans more than SETTLE (one phase of lag)
     assert errors == [], (
         f"longest write {ledger.longest:.1f}s (settle {SETTLE}s); "
@@ -500,33 +513,12 @@ def test_an_aborted_change_under_load_returns_and_loses_nothing(
         # aborted change runs sixteen phases' scans: over 15 minutes on a loaded machine.
         # The same aborts run on in-process moto in tests/unit/test_abort.py.
         pytest.skip("over 15 minutes on moto's server: dynalite here, moto in the unit tests")
-    with model.batch_write() as batch:
-        for key in KEYS:
-            for seq in STABLE:
-                batch.save(model(sensor=key, seq=seq, value="stable"))
-    follow(model, cache_seconds=0.2)
-    ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
     passed: list[str] = []
-    pages: list[int] = []
-    work = (ledger, stop, errors, inflight)
-    load = [
-        *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(2)),
-        *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(2)),
-        threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
-    ]
-    inflight.threads = load
-    for thread in load:
-        thread.start()
-    migration = threading.Thread(
-        target=migrate_and_abort,
-        args=(model, to, abort_in, passed, errors, SettleClock(inflight)),
+    ledger, errors, pages = under_load(
+        model,
+        lambda errors, clock: migrate_and_abort(model, to, abort_in, passed, errors, clock),
+        passed,
     )
-    migration.start()
-    migration.join(DEADLINE)
-    stop.set()
-    for thread in load:
-        thread.join(DEADLINE)
-    assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {passed}"
     assert errors == [], f"longest write {ledger.longest:.1f}s (settle {SETTLE}s); {errors[:5]}"
     every = [p.value for p in Phase]
     assert passed == every + [f"back:{p}" for p in every]
