@@ -195,6 +195,7 @@ class MigrationState:
 
         Its old layout is this change's new one and the reverse: code declaring the
         layout from before the aborted change follows it, and ``--finish`` expects it.
+        A time series' return keeps the change's first bucket: its buckets go back.
         """
         return MigrationState(
             table=self.table,
@@ -209,6 +210,8 @@ class MigrationState:
             new_boundaries=self.old_boundaries,
             old_strategy=self.new_strategy,
             new_strategy=self.old_strategy,
+            series=self.series,
+            cutover=self.cutover,
             returning=True,
         )
 

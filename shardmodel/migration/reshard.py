@@ -203,8 +203,7 @@ class Reshard:
                 "process to rebuild; give a named algorithm ('md5' or 'sha256'), not a function"
             )
         attr = sharding_of(self.model).key()
-        keys = [attr.attr_name, *([self.model._range_keyname] if self.model._range_keyname else [])]
-        python = [n for n, a in self.model.get_attributes().items() if a.attr_name in keys]
+        python = self._key_attributes()
         outside = [a for a in to.on if a not in python]
         if outside:
             raise ShardConfigurationError(
@@ -226,33 +225,51 @@ class Reshard:
             raise ShardConfigurationError(f"{where}: give a shard count between 1 and {MAX_SHARDS}")
         return old, new
 
+    def _key_attributes(self) -> list[str]:
+        """The model's attributes that are the table's key: what a swap may hash, so that
+        every read by key works out an item's shard."""
+        attr = sharding_of(self.model).key()
+        keys = [attr.attr_name, *([self.model._range_keyname] if self.model._range_keyname else [])]
+        return [n for n, a in self.model.get_attributes().items() if a.attr_name in keys]
+
     def _check_count(self, to: int, old: int) -> None:
         """A new shard count: a whole number in range, not the current one, and not a
         shrink a random layout cannot do online."""
         name = self.model.__name__
-        layout = self._layout()
         if isinstance(to, bool) or not isinstance(to, int) or not 1 <= to <= MAX_SHARDS:
             raise ShardConfigurationError(
                 f"reshard --to {to!r}: give a shard count between 1 and {MAX_SHARDS}"
             )
         if to == old:
             raise ShardConfigurationError(f"{name} already has {old} shards; nothing to do")
-        numbered = layout.strategies[numbered_position(name, layout)]
-        if isinstance(numbered, RandomShards) and to < old:
-            if sharding_of(self.model).spec.counters:
-                raise ShardConfigurationError(
-                    f"{name}: shrinking a counter model's RandomShards ({old} -> {to}) is not "
-                    "supported: a retired shard's partial sums would move while readers sum "
-                    "the shards one request at a time, so a read could count a moved share "
-                    "twice or not at all; keep the count (extra shards cost only reads)"
-                )
-            if getattr(self.model, "_indexes", None):
-                raise ShardConfigurationError(
-                    f"{name}: shrinking RandomShards ({old} -> {to}) on a model with secondary "
-                    "indexes is not supported: an index read keeps one copy by that copy "
-                    "alone, and an item moved from shard s and one born on s mod "
-                    f"{to} look alike there; keep the count, or grow instead"
-                )
+        refused = self._shrink_refused(old, to)
+        if refused is not None:
+            what, why = refused
+            raise ShardConfigurationError(
+                f"{name}: shrinking {what} is not supported: {why}; keep the count (extra "
+                "shards cost only reads), or grow instead"
+            )
+
+    def _shrink_refused(self, old: int, to: int) -> tuple[str, str] | None:
+        """A RandomShards shrink ``old -> to`` that is not made online: what shrinks and
+        why (None: the change is no such shrink)."""
+        layout = self._layout()
+        numbered = layout.strategies[numbered_position(self.model.__name__, layout)]
+        if not isinstance(numbered, RandomShards) or to >= old:
+            return None
+        if sharding_of(self.model).spec.counters:
+            return (
+                f"a counter model's RandomShards ({old} -> {to})",
+                "a retired shard's partial sums would move while readers sum the shards one "
+                "request at a time, so a read could count a moved share twice or not at all",
+            )
+        if getattr(self.model, "_indexes", None):
+            return (
+                f"RandomShards ({old} -> {to}) on a model with secondary indexes",
+                "an index read keeps one copy by that copy alone, and an item moved from "
+                f"shard s and one born on s mod {to} look alike there",
+            )
+        return None
 
     def start(self, to: Target, settle_seconds: float = 30.0, segments: int = 1) -> MigrationState:
         """Begin a change to ``to`` shards (an OrderedShards key: to the boundaries ``to``;
@@ -562,13 +579,7 @@ class Reshard:
                 "as they happen, and going back would hide them until a cleanup moved them; "
                 "take it forward to done (reshard --step), then start a change back"
             )
-        back = evolve(
-            state.returned(now),
-            phase=Phase.READ_NEW,
-            series=True,
-            cutover=cutover,
-        )
-        self.store.write(back)
+        self.store.write(evolve(state.returned(now), phase=Phase.READ_NEW))
         return state
 
     def _nothing_moved(self, state: MigrationState) -> bool:
@@ -589,32 +600,19 @@ class Reshard:
         forward = "; take it forward to done and --finish, then start a change of your choice"
         if state.old_strategy is not None:
             back = state.old_strategy
-            attr = sharding_of(self.model).key()
-            key_names = {attr.attr_name, self.model._range_keyname}
-            python = {n for n, a in self.model.get_attributes().items() if a.attr_name in key_names}
-            if back.kind != "hash" or not set(back.on) <= python:
+            if back.kind != "hash" or not set(back.on) <= set(self._key_attributes()):
                 raise ShardConfigurationError(
                     f"{where}: the return would swap back to "
                     f"{back.describe(state.old_count)}, under which a process cannot work "
                     f"out a moved item's key from the item{forward}"
                 )
             return
-        if state.new_boundaries is not None or state.old_count > state.new_count:
-            return
-        layout = self._layout()
-        if not isinstance(layout.strategies[numbered_position(name, layout)], RandomShards):
-            return
-        if sharding_of(self.model).spec.counters:
+        back_counts = (state.new_count, state.old_count)  # the return shrinks where it grew
+        refused = None if state.new_boundaries else self._shrink_refused(*back_counts)
+        if refused is not None:
+            what, why = refused
             raise ShardConfigurationError(
-                f"{where}: the return would shrink a counter model's RandomShards "
-                f"({state.new_count} -> {state.old_count}), and partial sums do not move "
-                f"exactly under concurrent adds{forward}"
-            )
-        if getattr(self.model, "_indexes", None):
-            raise ShardConfigurationError(
-                f"{where}: the return would shrink RandomShards ({state.new_count} -> "
-                f"{state.old_count}) on a model with secondary indexes, which is not made "
-                f"online (an index read could not tell a moved copy from a born one){forward}"
+                f"{where}: the return would shrink {what}, which is not made online: {why}{forward}"
             )
 
     def steps(
