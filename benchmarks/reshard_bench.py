@@ -22,6 +22,7 @@ their ratio to the baseline's.
 
 from __future__ import annotations
 
+import itertools
 import os
 import resource
 import sys
@@ -72,43 +73,48 @@ class Requests:
 
 
 def phase_rows(
-    steps: Iterable[MigrationState], requests: Requests, reads: Callable[[], int]
-) -> tuple[float, Counter[str], Counter[str], float]:
+    steps: Iterable[MigrationState],
+    requests: Requests,
+    reads: Callable[[], int],
+    sweep: str | None = None,
+) -> tuple[float, Counter[str]]:
     """Print the header and a row per phase ``steps`` reaches: its wall time, the requests
-    sent to reach it by operation, and ``reads()``'s requests in it. Returns the total
-    wall, the requests by operation, those sent so far, and when the last row ended."""
+    sent to reach it by operation, and ``reads()``'s requests in it (counted apart); then
+    (``sweep``) a row of that name for what ran after the last yield. Returns the wall
+    and the requests by operation in all."""
     print(f"{'reached':<14}{'wall s':>9}{'requests':>10}  {'by operation':<60}{'read req':>9}")
     total_wall = 0.0
     total: Counter[str] = Counter()
     mark = time.perf_counter()
     seen = Counter(requests.sent)
-    for state in steps:
+    labels = (("back:" if s.returning else "") + s.phase.value for s in steps)
+    after = [] if sweep is None else [sweep]
+    for name in itertools.chain(labels, after):  # lazily: each row when its step is done
         now = time.perf_counter()
         sent = requests.sent - seen
         total += sent
-        read = reads()
+        read = "" if name == sweep else str(reads())
         seen = Counter(requests.sent)
         detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-        name = ("back:" if state.returning else "") + state.phase.value
         print(f"{name:<14}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail:<60}{read:>9}")
         total_wall += now - mark
         mark = time.perf_counter()
-    return total_wall, total, seen, mark
+    return total_wall, total
 
 
-def _load(items: int) -> None:
+def _load(model: type[Reading], items: int) -> None:
     per_key = items // KEYS
-    with Reading.batch_write() as batch:
+    with model.batch_write() as batch:
         for key in range(KEYS):
             for seq in range(per_key):
-                batch.save(Reading(sensor=f"sensor-{key}", seq=seq, value="x" * 40))
+                batch.save(model(sensor=f"sensor-{key}", seq=seq, value="x" * 40))
 
 
-def _reads(requests: Requests) -> tuple[int, float]:
+def _reads(requests: Requests, model: type[Reading] = Reading) -> tuple[int, float]:
     """Requests and items read per item returned by one query (limit 100) and one get."""
     before = sum(requests.sent.values())
-    returned = len(list(Reading.query("sensor-7", limit=100)))
-    Reading.get("sensor-7", 7)
+    returned = len(list(model.query("sensor-7", limit=100)))
+    model.get("sensor-7", 7)
     returned += 1
     sent = sum(requests.sent.values()) - before
     return sent, sent / returned
@@ -124,21 +130,11 @@ class Aborted(Reading):
 
 def _aborted(items: int, abort_in: Phase, requests: Requests, baseline: tuple[float, int]) -> None:
     """The change of ``Aborted``'s items aborted in ``abort_in``, then done and back."""
-    per_key = items // KEYS
-    with Aborted.batch_write() as batch:
-        for key in range(KEYS):
-            for seq in range(per_key):
-                batch.save(Aborted(sensor=f"sensor-{key}", seq=seq, value="x" * 40))
+    _load(Aborted, items)
     follow(Aborted, cache_seconds=0)
     operator = Reshard(Aborted)
     requests.watch(Aborted._get_connection().connection.client)
     requests.watch(operator.store.items()._get_connection().connection.client)
-
-    def reads() -> int:
-        before = sum(requests.sent.values())
-        list(Aborted.query("sensor-7", limit=100))
-        Aborted.get("sensor-7", 7)
-        return sum(requests.sent.values()) - before
 
     def steps() -> Iterable[MigrationState]:
         for state in operator.steps(32, settle_seconds=0, page_size=100):
@@ -151,13 +147,9 @@ def _aborted(items: int, abort_in: Phase, requests: Requests, baseline: tuple[fl
         yield from states
 
     print(f"\nthe same change on a second table, aborted in {abort_in.value}, then done and back:")
-    total_wall, total, seen, mark = phase_rows(steps(), requests, reads)
-    now = time.perf_counter()  # the return's sweep ran after its last yield
-    sent = requests.sent - seen
-    total += sent
-    total_wall += now - mark
-    detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-    print(f"{'back:sweep':<14}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail}")
+    # the return's sweep runs after its last yield
+    reads = lambda: _reads(requests, Aborted)[0]  # noqa: E731
+    total_wall, total = phase_rows(steps(), requests, reads, "back:sweep")
     requested = sum(total.values())
     wall, sent = baseline
     print(
@@ -166,7 +158,7 @@ def _aborted(items: int, abort_in: Phase, requests: Requests, baseline: tuple[fl
         f"{total_wall / wall:.2f}x, requests {requested / sent:.2f}x"
     )
     operator.finish()  # the code never changed
-    assert Aborted.count("sensor-7") == per_key
+    assert Aborted.count("sensor-7") == items // KEYS
 
 
 def main(items: int = ITEMS, abort_in: Phase | None = None) -> None:
@@ -177,7 +169,7 @@ def main(items: int = ITEMS, abort_in: Phase | None = None) -> None:
         bind_models([Reading], host=url, **CREDENTIALS)
         create_tables([Reading])
         started = time.perf_counter()
-        _load(items)
+        _load(Reading, items)
         loaded = time.perf_counter() - started
         requests = Requests()
         follow(Reading, cache_seconds=0)
@@ -190,14 +182,8 @@ def main(items: int = ITEMS, abort_in: Phase | None = None) -> None:
             f"baseline read (query of 100 + get, 16 shards, no migration): {baseline} requests"
         )
         steps = operator.steps(32, settle_seconds=0, page_size=100)
-        total_wall, total, seen, mark = phase_rows(steps, requests, lambda: _reads(requests)[0])
-        # steps() ran the sweep after its last yield
-        now = time.perf_counter()
-        sent = requests.sent - seen
-        total += sent
-        total_wall += now - mark
-        detail = ", ".join(f"{k} {v:,}" for k, v in sent.most_common(5))
-        print(f"{'sweep':<14}{now - mark:>9.1f}{sum(sent.values()):>10,}  {detail}")
+        # steps() runs the sweep after its last yield
+        total_wall, total = phase_rows(steps, requests, lambda: _reads(requests)[0], "sweep")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(
             f"total: {total_wall:.0f} s, {sum(total.values()):,} requests "

@@ -116,7 +116,7 @@ def main(items: int = ITEMS) -> None:
             f"(one sensor's 13 hours + one reading, no change): {baseline} requests"
         )
         steps = operator.steps(32, settle_seconds=0, page_size=100)
-        total_wall, total, _, _ = phase_rows(steps, requests, lambda: _reads(requests))
+        total_wall, total = phase_rows(steps, requests, lambda: _reads(requests))
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         moved = sum(p.changed for p in operator.store.progress("cleanup", 1))
         print(
