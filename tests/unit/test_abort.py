@@ -45,8 +45,6 @@ from tests.migration_models import (
 )
 from tests.unit.test_migration import expect, index_reads, migration_tables
 from tests.unit.test_phase_interleavings import (
-    BYSTANDER,
-    TARGET,
     Case,
     Snapshot,
     World,
@@ -58,7 +56,6 @@ from tests.unit.test_phase_interleavings import (
     _pair,
     _raw_items,
 )
-from tests.unit.test_phase_interleavings import KEY as IL_KEY
 
 __all__ = ["migration_tables"]  # a fixture used by name
 
@@ -403,17 +400,7 @@ class AbortWorld(World):
     stand one in the change's swept done, the other in its return's prepare."""
 
     def _build(self, behind: Phase, ahead: Phase, present: bool) -> Snapshot:
-        self.main.make([])
-        self.state.make([])
-        self._views = None
-        self.sync(0, 1)
-        model = self.models[0]
-        model(sensor=IL_KEY, seq=BYSTANDER, value="b").save()
-        if present:
-            model(sensor=IL_KEY, seq=TARGET, value="i").save()
-        self.phase = self.operator.start(self.case.to, settle_seconds=1).phase
-        self.main.known = self.state.known = None
-        self.sync(0, 1)
+        self.started(present)
         while self.phase != Phase.READ_NEW:
             self.advance(0, 1)
         self.operator.abort()

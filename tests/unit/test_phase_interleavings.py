@@ -354,7 +354,9 @@ class World:
             model.sensor.rng.seed(process)
         self.phase = ahead
 
-    def _build(self, behind: Phase, ahead: Phase, present: bool) -> Snapshot:
+    def started(self, present: bool) -> None:
+        """Empty tables, the bystander (and the item, if ``present``), the change started
+        and seen by both processes."""
         self.main.make([])
         self.state.make([])
         self._views = None
@@ -371,6 +373,9 @@ class World:
         self.phase = self.operator.start(self.case.to, settle_seconds=1).phase
         self.main.known = self.state.known = None
         self.sync(0, 1)
+
+    def _build(self, behind: Phase, ahead: Phase, present: bool) -> Snapshot:
+        self.started(present)
         while self.phase != behind:
             self.advance(0, 1)
         state_behind = self.state.scan()
