@@ -17,8 +17,9 @@ meanwhile). Measures:
 * **concurrency**: 1,000 logical reads (latest 100 of a 16-shard key) at once in one
   event loop, the model's pool bounded at ``max_pool_connections`` (10) sockets:
   throughput, peak open sockets, CPU; against the same 1,000 sync reads on 10 threads.
-* **the bridge**: CPU per greenlet call, per switch out to the loop and back, and per
-  ``asyncio.to_thread`` hand-off (the measured reason for the ``greenlet`` dependency);
+* **the bridge**: CPU per call (an idle greenlet reused), per new greenlet, per switch
+  out to the loop and back, and per ``asyncio.to_thread`` hand-off (the measured reason
+  for the ``greenlet`` dependency);
 * **fresh runs**: the sync 16-shard latest-100 wall and CPU ratios against one partition,
   in 5 fresh processes (``benchmarks/aio_fresh.py``) each for this tree and for a base
   tree, interleaved, the order turned round each round: the median and the worst of
@@ -209,7 +210,7 @@ def _concurrency(
 
 
 def _bridge(runner: asyncio.Runner) -> dict[str, float]:
-    """Microseconds of CPU per hand-off: a greenlet call, a switch out and back, a thread.
+    """CPU µs per hand-off: a call, a new greenlet, a switch out and back, a thread.
 
     The greenlet bridge's own cost, against running the same call on the loop's thread
     pool (``asyncio.to_thread``), the way to call sync code from a coroutine without it.
@@ -226,6 +227,12 @@ def _bridge(runner: asyncio.Runner) -> dict[str, float]:
         for _ in range(each):
             await call(nothing)
 
+    async def via_new() -> None:
+        import greenlet
+
+        for _ in range(each):
+            greenlet.greenlet(nothing).switch()
+
     async def via_switch() -> None:
         await call(lambda: [waits() for _ in range(each)])
 
@@ -239,7 +246,8 @@ def _bridge(runner: asyncio.Runner) -> dict[str, float]:
 
     found: dict[str, list[float]] = {}
     ways = {
-        "await call(f): a greenlet per call": via_call,
+        "await call(f): an idle greenlet of the thread's, reused": via_call,
+        "a new greenlet started and finished (each call's before)": via_new,
         "await_() inside a call: switch out and back": via_switch,
         "await asyncio.to_thread(f): the loop's thread pool": via_thread,
         "a plain await of a coroutine (the floor)": baseline,

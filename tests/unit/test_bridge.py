@@ -1,0 +1,115 @@
+"""The greenlet bridge: calls reuse a thread's idle greenlets without sharing anything else."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import greenlet
+import pytest
+
+from shardmodel.core import bridge
+from shardmodel.core.bridge import await_, call, in_async
+
+_SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("test_bridge_seen", default="unset")
+
+
+def _who() -> int:
+    return id(greenlet.getcurrent())
+
+
+def test_a_call_reuses_an_idle_greenlet_with_a_fresh_context() -> None:
+    def first() -> tuple[int, str]:
+        before = _SEEN.get()
+        _SEEN.set("first")  # in the call's own context copy
+        return _who(), before
+
+    def second() -> tuple[int, str, bool]:
+        return _who(), _SEEN.get(), in_async()
+
+    async def main() -> None:
+        _SEEN.set("caller")
+        one, seen_first = await call(first)
+        two, seen_second, inside = await call(second)
+        assert one == two  # the same greenlet, taken back from the idle ones
+        assert seen_first == seen_second == "caller"  # the caller's context, not the last call's
+        assert inside and not in_async()
+        assert _SEEN.get() == "caller"
+
+    asyncio.run(main())
+
+
+def test_an_error_reaches_the_caller_and_the_greenlet_serves_again() -> None:
+    def boom() -> None:
+        raise KeyError("shard")
+
+    async def main() -> None:
+        with pytest.raises(KeyError, match="shard") as raised:
+            await call(boom)
+        assert any(frame.name == "boom" for frame in raised.traceback)
+        assert await call(lambda: 7) == 7
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_call_sees_the_cancellation_where_it_waited() -> None:
+    events: list[str] = []
+
+    def waits() -> None:
+        try:
+            await_(asyncio.sleep(30))
+        finally:
+            events.append("finally")
+
+    async def main() -> None:
+        task = asyncio.create_task(call(waits))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert events == ["finally"]
+        assert await call(lambda: "next") == "next"  # the pool still serves
+
+    asyncio.run(main())
+
+
+def test_concurrent_calls_each_have_their_own_greenlet() -> None:
+    def holds(seconds: float) -> int:
+        await_(asyncio.sleep(seconds))
+        return _who()
+
+    async def main() -> None:
+        found = await asyncio.gather(*(call(holds, 0.01) for _ in range(20)))
+        assert len(set(found)) == 20
+
+    asyncio.run(main())
+
+
+def test_each_thread_keeps_its_own_idle_greenlets() -> None:
+    found: dict[str, int] = {}
+
+    def run(name: str) -> None:
+        async def main() -> None:
+            found[name] = await call(_who)
+            assert await call(_who) == found[name]
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=run, args=(f"t{n}",)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(found.values())) == 2
+
+
+def test_the_idle_greenlets_kept_are_bounded() -> None:
+    def holds() -> None:
+        await_(asyncio.sleep(0.01))
+
+    async def main() -> None:
+        await asyncio.gather(*(call(holds) for _ in range(bridge._IDLE_KEPT + 50)))
+
+    asyncio.run(main())
+    assert len(bridge._idle.greenlets) == bridge._IDLE_KEPT
