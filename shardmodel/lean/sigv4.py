@@ -14,15 +14,23 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
+import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 __all__ = ["Signer"]
 
 _ALGORITHM = "AWS4-HMAC-SHA256"
+#: a canonical header block's key: the request's headers and the session token
+_BlockKey = tuple[tuple[tuple[str, str], ...], str | None]
 #: Headers botocore never signs (it adds them after signing, or proxies rewrite them).
 _UNSIGNED = frozenset({"expect", "transfer-encoding", "user-agent", "x-amzn-trace-id"})
+
+
+try:  # hmac.digest's own fast path, without its wrapper
+    from _hashlib import hmac_digest as _hmac_digest
+except ImportError:  # pragma: no cover - a Python built without OpenSSL
+    _hmac_digest = hmac.digest  # type: ignore[assignment]
 
 
 def _hmac(key: bytes, message: str) -> bytes:
@@ -59,18 +67,25 @@ class Signer:
         self._credentials = credentials
         self._region = region
         self._service = service
-        self._now = now or (lambda: datetime.now(timezone.utc))
+        self._now = now  # None: the system clock
         self._keys: dict[tuple[str, str], bytes] = {}
         self._lock = threading.Lock()
-        self._last: tuple[datetime | None, str] = (None, "")
+        self._last: tuple[Any, str] = (None, "")
+        self._blocks: dict[_BlockKey, tuple[str, str, str]] = {}
 
     def _stamp(self) -> str:
         """The request time as SigV4 writes it, formatted once a second."""
-        now = self._now()
-        second = now.replace(microsecond=0)
+        if self._now is None:
+            second: Any = int(time.time())  # the system clock, read the cheap way
+        else:
+            second = self._now().replace(microsecond=0)
         cached = self._last
         if cached[0] != second:
-            self._last = cached = (second, second.strftime("%Y%m%dT%H%M%SZ"))
+            if self._now is None:
+                text = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(second))
+            else:
+                text = second.strftime("%Y%m%dT%H%M%SZ")
+            self._last = cached = (second, text)
         return cached[1]
 
     def _key(self, secret: str, day: str) -> bytes:
@@ -94,36 +109,54 @@ class Signer:
         frozen = self._credentials()
         stamp = self._stamp()
         day = stamp[:8]
-        added = {"x-amz-date": stamp}
-        if frozen.token:
-            added["x-amz-security-token"] = frozen.token
-        signed: dict[str, str] = {}
-        for name, value in headers.items():
-            lower = name.lower()
-            if lower not in _UNSIGNED:
-                signed[lower] = _value(value)
-        signed.update(added)
-        names = sorted(signed)
-        signed_headers = ";".join(names)
-        canonical = "\n".join(
-            (
-                "POST",
-                "/",
-                "",
-                "".join(f"{name}:{signed[name]}\n" for name in names),
-                signed_headers,
-                hashlib.sha256(body).hexdigest(),
-            )
+        token = frozen.token
+        key = (tuple(headers.items()), token)
+        block = self._blocks.get(key)
+        if block is None:
+            block = self._block(headers, token)
+        before, after, signed_headers = block
+        canonical = (
+            f"POST\n/\n\n{before}x-amz-date:{stamp}\n{after}\n{signed_headers}\n"
+            + hashlib.sha256(body).hexdigest()
         )
         scope = f"{day}/{self._region}/{self._service}/aws4_request"
-        to_sign = "\n".join(
-            (_ALGORITHM, stamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+        to_sign = (
+            f"{_ALGORITHM}\n{stamp}\n{scope}\n"
+            + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         )
-        signature = hmac.digest(
+        signature = _hmac_digest(
             self._key(frozen.secret_key, day), to_sign.encode("utf-8"), "sha256"
         ).hex()
+        added = {"x-amz-date": stamp}
+        if token:
+            added["x-amz-security-token"] = token
         added["authorization"] = (
             f"{_ALGORITHM} Credential={frozen.access_key}/{scope}, "
             f"SignedHeaders={signed_headers}, Signature={signature}"
         )
         return added
+
+    def _block(self, headers: Mapping[str, str], token: str | None) -> tuple[str, str, str]:
+        """The canonical header lines before and after ``x-amz-date``, and their names.
+
+        The same few headers go with every request of an operation: worked out once for
+        each set of them (and session token), not once a request.
+        """
+        signed: dict[str, str] = {}
+        for name, value in headers.items():
+            lower = name.lower()
+            if lower not in _UNSIGNED:
+                signed[lower] = _value(value)
+        signed.pop("x-amz-date", None)
+        if token:
+            signed["x-amz-security-token"] = token
+        names = sorted([*signed, "x-amz-date"])
+        cut = names.index("x-amz-date")
+        before = "".join(f"{name}:{signed[name]}\n" for name in names[:cut])
+        after = "".join(f"{name}:{signed[name]}\n" for name in names[cut + 1 :])
+        block = (before, after, ";".join(names))
+        with self._lock:
+            if len(self._blocks) > 64:  # rotated tokens, changing extra headers
+                self._blocks.clear()
+            self._blocks[(tuple(headers.items()), token)] = block
+        return block

@@ -580,6 +580,54 @@ def test_signatures_are_botocore_s(
     assert signed.get("x-amz-security-token") == request.headers.get("X-Amz-Security-Token")
 
 
+_SHARED_CLOCK: list[datetime] = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+_SHARED_TOKEN: list[str | None] = [None]
+_SHARED_SIGNER = Signer(
+    lambda: Credentials("AKID", "s3cr3t/key", _SHARED_TOKEN[0]).get_frozen_credentials(),
+    "us-west-2",
+    now=lambda: _SHARED_CLOCK[0],
+)
+
+
+@given(
+    body=st.binary(max_size=200),
+    token=st.sampled_from([None, "tok-1", "tok-2"]),
+    extra=st.dictionaries(
+        st.sampled_from(["x-amz-target", "x-custom", "x-amz-date"]),
+        st.sampled_from(["a", "b  c", " d "]),
+    ),
+    when=st.datetimes(min_value=datetime(2026, 1, 1), max_value=datetime(2026, 1, 3)),
+)
+def test_one_signer_keeps_signing_like_botocore_as_headers_tokens_and_days_change(
+    body: bytes, token: str | None, extra: dict[str, str], when: datetime
+) -> None:
+    """The canonical header block is worked out once per header set and token: a signer
+    reused over many requests (as the lean client's is) still signs each as botocore."""
+    import botocore.auth
+    from botocore.auth import SigV4Auth
+
+    when = when.replace(microsecond=0, tzinfo=timezone.utc)
+    _SHARED_CLOCK[0], _SHARED_TOKEN[0] = when, token
+    headers = {"host": "h:8000", "content-type": "application/x-amz-json-1.0", **extra}
+    signed = _SHARED_SIGNER.sign(headers, body)
+    request = AWSRequest(
+        method="POST",
+        url="http://h:8000/",
+        data=body,
+        headers={k: v for k, v in headers.items() if k != "host"},
+    )
+    original = botocore.auth.get_current_datetime
+    botocore.auth.get_current_datetime = lambda: when.replace(tzinfo=None)
+    try:
+        SigV4Auth(Credentials("AKID", "s3cr3t/key", token), "dynamodb", "us-west-2").add_auth(
+            request
+        )
+    finally:
+        botocore.auth.get_current_datetime = original
+    assert signed["authorization"] == request.headers["Authorization"]
+    assert signed.get("x-amz-security-token") == request.headers.get("X-Amz-Security-Token")
+
+
 def test_the_signing_key_is_derived_once_a_day() -> None:
     now = [datetime(2026, 1, 1, 12, tzinfo=timezone.utc)]
     credentials = Credentials("AKID", "secret")
