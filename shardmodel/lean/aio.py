@@ -73,6 +73,8 @@ class AsyncLeanClient(LeanClient):
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncHttpPool] = (
             weakref.WeakKeyDictionary()
         )
+        #: the last loop used (weakly) and its pool
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], AsyncHttpPool] | None = None
         self._authority = endpoint(client.meta.endpoint_url, "AsyncLeanClient")[3]
         super().__init__(client, operations=client.meta.service_model.operation_names)
         _clients.add(self)
@@ -83,6 +85,9 @@ class AsyncLeanClient(LeanClient):
     def loop_pool(self) -> AsyncHttpPool:
         """The running loop's pool (made on first use, bound to the loop)."""
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0]() is loop:
+            return last[1]  # the loop of the request before: one look-up a request saved
         pool = self._pools.get(loop)
         if pool is None:
             config = self.meta.config
@@ -96,6 +101,7 @@ class AsyncLeanClient(LeanClient):
             )
             self._pools[loop] = pool
             await_(pool.start())
+        self._last = (weakref.ref(loop), pool)
         return pool
 
     def pools(self) -> list[AsyncHttpPool]:
@@ -126,19 +132,10 @@ class AsyncLeanClient(LeanClient):
             return run_blocking(credentials.get_frozen_credentials)
         return credentials.get_frozen_credentials()
 
-    def _attempt(
-        self, suffix: str, model: Any, request: Any, attempts: int
-    ) -> tuple[Any, dict[str, Any]]:
-        pool = self.loop_pool()
-        sent = pool.sent
-        try:
-            return super()._attempt(suffix, model, request, attempts)
-        finally:
-            if pool.sent == sent:
-                # an event handler answered (in-process moto, the capacity simulator):
-                # no socket waited, so let the loop's other coroutines run, as a round
-                # trip would
-                await_(asyncio.sleep(0))
+    def _answered_here(self) -> None:
+        # an event handler answered (in-process moto, the capacity simulator): no socket
+        # waited, so let the loop's other coroutines run, as a round trip would
+        await_(asyncio.sleep(0))
 
 
 class _ThreadedClient:

@@ -37,6 +37,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from attrs import field, frozen
+
 from shardmodel.core.bridge import sleep
 from shardmodel.lean.fastparse import parse_body
 from shardmodel.lean.hooks import Hooks
@@ -175,6 +177,37 @@ def lean_client(client: Any) -> LeanClient | None:
     return LeanClient(client)
 
 
+@frozen
+class _Operation:
+    """One operation's fixed parts: its model, the names of its events, its headers."""
+
+    model: Any
+    suffix: str  # "<service id>.<operation>": the events' common tail
+    headers: dict[str, str]  # X-Amz-Target and Content-Type
+    lowered: dict[str, str]  # the same, names in lower case (what Headers stores)
+    provide: str = field(init=False)
+    parameters: str = field(init=False)
+    before_call: str = field(init=False)
+    before_send: str = field(init=False)
+    received: str = field(init=False)
+    retry: str = field(init=False)
+    after_call: str = field(init=False)
+    after_error: str = field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        for attribute, event in (
+            ("provide", "provide-client-params"),
+            ("parameters", "before-parameter-build"),
+            ("before_call", "before-call"),
+            ("before_send", "before-send"),
+            ("received", "response-received"),
+            ("retry", "needs-retry"),
+            ("after_call", "after-call"),
+            ("after_error", "after-call-error"),
+        ):
+            object.__setattr__(self, attribute, f"{event}.{self.suffix}")
+
+
 class LeanClient:
     """Sends Query and BatchGetItem for a botocore DynamoDB client, anything else through it.
 
@@ -193,10 +226,15 @@ class LeanClient:
         self._models = {name: service.operation_model(name) for name in operations}
         prefix = service.metadata["targetPrefix"]
         content_type = f"application/x-amz-json-{service.metadata.get('jsonVersion', '1.0')}"
-        self._headers = {
-            name: {"X-Amz-Target": f"{prefix}.{name}", "Content-Type": content_type}
-            for name in self._models
-        }
+        self._operations: dict[str, _Operation] = {}
+        for name, model in self._models.items():
+            headers = {"X-Amz-Target": f"{prefix}.{name}", "Content-Type": content_type}
+            self._operations[name] = _Operation(
+                model=model,
+                suffix=f"{self._service_id}.{name}",
+                headers=headers,
+                lowered={key.lower(): value for key, value in headers.items()},
+            )
         self.url = meta.endpoint_url.rstrip("/") + "/"
         self.pool = self._pool()
         request_signer = client._request_signer
@@ -252,28 +290,27 @@ class LeanClient:
 
         client = self.client
         events = self.hooks
-        model = self._models[operation_name]
-        suffix = f"{self._service_id}.{operation_name}"
+        operation = self._operations[operation_name]
+        model = operation.model
         context: dict[str, Any] = {}
-        replaced = events.emit(
-            f"provide-client-params.{suffix}", params=api_params, model=model, context=context
-        )
-        api_params = next((r for _, r in replaced if r is not None), api_params)
-        events.emit(
-            f"before-parameter-build.{suffix}", params=api_params, model=model, context=context
-        )
+        if events.has_handlers(operation.provide):
+            replaced = events.emit(
+                operation.provide, params=api_params, model=model, context=context
+            )
+            api_params = next((r for _, r in replaced if r is not None), api_params)
+        events.emit(operation.parameters, params=api_params, model=model, context=context)
         body = self._serialize(operation_name, api_params)
         request_dict: dict[str, Any] = {
             "url_path": "/",
             "query_string": "",
             "method": "POST",
-            "headers": dict(self._headers[operation_name]),
+            "headers": dict(operation.headers),
             "body": body,
             "url": self.url,
             "context": context,
         }
         _, answer = events.emit_until_response(
-            f"before-call.{suffix}",
+            operation.before_call,
             model=model,
             params=request_dict,
             request_signer=client._request_signer,
@@ -283,32 +320,35 @@ class LeanClient:
             http, parsed = answer
         else:
             attempts = 0
-            received = f"response-received.{suffix}"
+            authority = self.pool.authority
             while True:
                 attempts += 1
-                headers = Headers(request_dict["headers"])
-                dict.update(
-                    headers, self.signer.sign({"host": self.pool.authority, **headers}, body)
-                )
+                sent = request_dict["headers"]
+                headers = Headers()
+                if sent == operation.headers:  # as built above: no handler added one
+                    dict.update(headers, operation.lowered)
+                else:
+                    headers.update(sent)
+                dict.update(headers, self.signer.sign({"host": authority, **headers}, body))
                 request = AWSPreparedRequest(
                     "POST", self.url, headers, body, stream_output=False, context=context
                 )
                 exception: Exception | None = None
                 http = parsed = None
                 try:
-                    http, parsed = self._attempt(suffix, model, request, attempts)
+                    http, parsed = self._attempt(operation.suffix, model, request, attempts)
                 except Exception as error:
                     exception = error
-                if events.has_handlers(received):
+                if events.has_handlers(operation.received):
                     events.emit(
-                        received,
+                        operation.received,
                         response_dict=None if http is None else _response_dict(http, model),
                         parsed_response=parsed,
                         context=context,
                         exception=exception,
                     )
                 delays = events.needs_retry(
-                    f"needs-retry.{suffix}",
+                    operation.retry,
                     http,
                     parsed,
                     exception,
@@ -324,10 +364,10 @@ class LeanClient:
             if parsed is not None and "ResponseMetadata" in parsed:
                 parsed["ResponseMetadata"]["RetryAttempts"] = attempts - 1
             if exception is not None:
-                events.emit(f"after-call-error.{suffix}", exception=exception, context=context)
+                events.emit(operation.after_error, exception=exception, context=context)
                 raise exception
         events.emit(
-            f"after-call.{suffix}", http_response=http, parsed=parsed, model=model, context=context
+            operation.after_call, http_response=http, parsed=parsed, model=model, context=context
         )
         if http.status_code >= 300:
             code = context.get("error_code_override") or parsed.get("Error", {}).get("Code")
@@ -350,6 +390,7 @@ class LeanClient:
             dict.update(headers, sent.headers)  # already lower case
             http = _HttpResponse(self.url, sent.status, headers, sent.body)
         else:
+            self._answered_here()
             headers = Headers(http.headers)
         body = http.content
         if 200 <= http.status_code < 300:
@@ -364,6 +405,9 @@ class LeanClient:
                 parsed["ResponseMetadata"] = metadata
                 return http, parsed
         return http, self._botocore_parse(http, model)
+
+    def _answered_here(self) -> None:
+        """An event handler answered the request instead of the server (nothing to do)."""
 
     def _botocore_parse(self, http: Any, model: Any) -> dict[str, Any]:
         """What botocore's endpoint makes of a response (errors, odd bodies)."""
