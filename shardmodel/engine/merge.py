@@ -184,7 +184,7 @@ class _Shard:
         self.last: _RawItem | None = None  # the last item handed to the caller
         self.next_start: RawKey | None = start  # ExclusiveStartKey of the next fetch
         self.exhausted = done  # no more pages
-        self.buffer: deque[_RawItem] = deque()
+        self.buffer: deque[tuple[Any, _RawItem]] = deque()  # (sort key, item)
         self.task: Task[dict[str, Any]] | None = None  # the request in flight
 
 
@@ -424,14 +424,14 @@ class MergedQuery(Generic[_T]):
             return
         keys = sorted(
             [entry[0] for entry in self._heap]
-            + [self._sort_key(item) for shard in group for item in shard.buffer]
+            + [sort for shard in group for sort, _ in shard.buffer]
         )
         heads = {entry[3]: entry[0] for entry in self._heap}
         alive = self._alive()
         for shard in group:
             if shard.exhausted or shard.task is not None or shard not in heads:
                 continue
-            last = self._sort_key(shard.buffer[-1]) if shard.buffer else heads[shard]
+            last = shard.buffer[-1][0] if shard.buffer else heads[shard]
             rank = bisect.bisect_right(keys, last)  # its last item's place in the merge
             if rank < remaining:
                 left = remaining - rank + 1  # what the limit leaves once it is taken
@@ -443,7 +443,8 @@ class MergedQuery(Generic[_T]):
         self.items_read += len(items)
         capacity = response.get("ConsumedCapacity") or {}
         self.consumed_capacity += float(capacity.get("CapacityUnits", 0) or 0)
-        shard.buffer.extend(items)
+        sort_key = self._sort_key  # once an item: the merge and the planning share it
+        shard.buffer.extend([(sort_key(item), item) for item in items])
         self._fresh = True
         shard.next_start = response.get("LastEvaluatedKey")
         shard.exhausted = shard.next_start is None
@@ -463,9 +464,9 @@ class MergedQuery(Generic[_T]):
             self._schedule(shard)
 
     def _push(self, shard: _Shard) -> None:
-        item = shard.buffer.popleft()
+        sort, item = shard.buffer.popleft()
         self._sequence += 1
-        heapq.heappush(self._heap, (self._sort_key(item), self._sequence, item, shard))
+        heapq.heappush(self._heap, (sort, self._sequence, item, shard))
 
     def _advance(self, shard: _Shard) -> None:
         if shard.buffer:
