@@ -17,10 +17,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from attrs import frozen
-from pynamodb.attributes import Attribute, NumberAttribute
+from pynamodb.attributes import Attribute, AttributeContainer, NumberAttribute
 from pynamodb.constants import NULL
+from pynamodb.models import Model
 
-__all__ = ["build_plan", "instantiate", "number"]
+__all__ = ["BuildPlan", "build_plan", "instantiate", "number"]
 
 _T = TypeVar("_T")
 _RawItem = dict[str, dict[str, Any]]
@@ -60,18 +61,49 @@ def _field(name: str, attr: Attribute[Any]) -> _Field:
     )
 
 
-def build_plan(model: type[Any]) -> tuple[_Field, ...] | None:
-    """The fields :func:`instantiate` reads for ``model``; None to use PynamoDB's path."""
+@frozen
+class BuildPlan:
+    """How :func:`instantiate` builds instances of one model."""
+
+    fields: tuple[_Field, ...]
+    #: ``__init__`` would only make an empty ``attribute_values``: skip it
+    blank: bool
+
+
+def _blank(model: type[Any]) -> bool:
+    """Whether ``model(_user_instantiated=False)`` only sets an empty ``attribute_values``.
+
+    True when neither the model nor its bases change PynamoDB's constructor or its steps,
+    and no attribute has a default (a default is set by ``__init__``, maybe computed).
+    """
+    return (
+        model.__new__ is object.__new__  # type: ignore[comparison-overlap]
+        and model.__init__ is Model.__init__
+        and model._set_defaults is AttributeContainer._set_defaults
+        and model._set_discriminator is AttributeContainer._set_discriminator
+        and model._set_attributes is AttributeContainer._set_attributes
+        and all(attr.default is None for attr in model.get_attributes().values())
+    )
+
+
+def build_plan(model: type[Any]) -> BuildPlan | None:
+    """How :func:`instantiate` reads ``model``'s items; None to use PynamoDB's path."""
     if model._get_discriminator_attribute() is not None:
         return None
-    return tuple(_field(name, attr) for name, attr in model.get_attributes().items())
+    fields = tuple(_field(name, attr) for name, attr in model.get_attributes().items())
+    return BuildPlan(fields=fields, blank=_blank(model))
 
 
-def instantiate(model: type[_T], plan: tuple[_Field, ...], item: _RawItem) -> _T:
+def instantiate(model: type[_T], plan: BuildPlan, item: _RawItem) -> _T:
     """An instance of ``model`` holding ``item``, as PynamoDB's ``_instantiate`` builds it."""
-    instance = model(_user_instantiated=False)  # type: ignore[call-arg]
-    values = instance.attribute_values  # type: ignore[attr-defined]
-    for field in plan:
+    if plan.blank:
+        instance = object.__new__(model)
+        values: dict[str, Any] = {}
+        instance.attribute_values = values  # type: ignore[attr-defined]
+    else:
+        instance = model(_user_instantiated=False)  # type: ignore[call-arg]
+        values = instance.attribute_values  # type: ignore[attr-defined]
+    for field in plan.fields:
         raw = item.get(field.stored)
         if not raw or NULL in raw:
             continue

@@ -45,7 +45,7 @@ __all__ = [
     "hinted",
     "home_key",
     "key_condition",
-    "load",
+    "loader",
     "logical_raw",
     "physical_condition",
     "pinned",
@@ -325,23 +325,29 @@ def key_condition(item: Any, condition: Condition | None) -> Condition | None:
     return physical_condition(item, condition, stored_key(item))
 
 
-def load(model: type[_T], data: _RawItem) -> _T:
-    """An instance from a stored item: logical keys shown, physical keys kept.
+def loader(model: type[_T], build: Callable[[_RawItem], _T]) -> Callable[[_RawItem], _T]:
+    """Builds instances from stored items: logical keys shown, physical keys kept.
 
-    Runs for every item a read returns: one engine lookup, the keys rewritten in one pass.
+    Runs for every item a read returns, so the model's spec is looked up here, once;
+    ``build`` makes the instance from the item with its logical keys.
     """
-    if data is None:
-        raise ValueError("Received no data to construct object")
     spec = sharding_of(model).spec
-    logical_data, physical, index_keys = _logical(spec.unshard_plan, data)
-    instance: Any = model._instantiate(logical_data)  # type: ignore[attr-defined]
-    if physical is not None:
-        instance._physical_key = physical
-    if index_keys:
-        instance._index_keys = index_keys
-    if spec.counters:
-        instance._loaded_counters = {n: getattr(instance, n) for n in spec.counters}
-    return instance  # type: ignore[no-any-return]
+    plan, counters = spec.unshard_plan, spec.counters
+
+    def load(data: _RawItem) -> _T:
+        if data is None:
+            raise ValueError("Received no data to construct object")
+        logical_data, physical, index_keys = _logical(plan, data)
+        instance: Any = build(logical_data)
+        if physical is not None:
+            instance._physical_key = physical
+        if index_keys:
+            instance._index_keys = index_keys
+        if counters:
+            instance._loaded_counters = {n: getattr(instance, n) for n in counters}
+        return instance  # type: ignore[no-any-return]
+
+    return load
 
 
 def deserialize(item: Any, attribute_values: _RawItem, plain: Callable[[_RawItem], None]) -> None:

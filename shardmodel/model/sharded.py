@@ -7,7 +7,8 @@ logical key; the engine's codec keeps the physical one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pynamodb.expressions.condition import Condition
@@ -25,7 +26,7 @@ from shardmodel.engine import (
     reads,
     writes,
 )
-from shardmodel.engine.building import build_plan, instantiate
+from shardmodel.engine.building import BuildPlan, build_plan, instantiate
 from shardmodel.engine.items import sharded
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, ShardModelError, UnsupportedOperationError
@@ -60,6 +61,26 @@ class ShardedBatchWrite(BatchWrite[_M]):
 
     def delete(self, del_item: _M) -> None:
         writes.batch_delete(del_item, super().delete)
+
+
+def _build_plan(cls: type[Any]) -> BuildPlan | None:
+    """The class's own build plan (worked out on first use; None: a discriminator)."""
+    plan = cls.__dict__.get("_build_fields", False)
+    if plan is False:
+        plan = build_plan(cls)
+        cls._build_fields = plan
+    return plan  # type: ignore[no-any-return]
+
+
+def _loader(cls: type[_M]) -> Callable[[_RawItem], _M]:
+    """``from_raw_data`` of the class, with what it looks up per item looked up once."""
+    if not sharding_of(cls).spec.sharded:
+        return functools.partial(Model.from_raw_data.__func__, cls)  # type: ignore[attr-defined]
+    build: Callable[[_RawItem], _M] = cls._instantiate
+    plan = _build_plan(cls)
+    if cls._instantiate.__func__ is ShardedModel._instantiate.__func__ and plan is not None:  # type: ignore[attr-defined]
+        build = functools.partial(instantiate, cls, plan)
+    return codec.loader(cls, build)
 
 
 class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedModelMeta):
@@ -123,10 +144,7 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
     @classmethod
     def _instantiate(cls: type[_M], attribute_values: _RawItem) -> _M:
         """PynamoDB's instance from stored values, built without its double work."""
-        plan = cls.__dict__.get("_build_fields", False)
-        if plan is False:
-            plan = build_plan(cls)
-            cls._build_fields = plan  # type: ignore[attr-defined]
+        plan = _build_plan(cls)
         if plan is None:  # a discriminator: PynamoDB's own path
             return super()._instantiate(attribute_values)
         return instantiate(cls, plan, attribute_values)
@@ -134,9 +152,11 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
     @classmethod
     def from_raw_data(cls: type[_M], data: _RawItem) -> _M:
         """Build an instance from a stored item: logical key shown, physical key kept."""
-        if sharding_of(cls).spec.sharded:
-            return codec.load(cls, data)
-        return super().from_raw_data(data)
+        load = cls.__dict__.get("_shardmodel_load")
+        if load is None:
+            load = _loader(cls)
+            cls._shardmodel_load = load  # type: ignore[attr-defined]
+        return load(data)  # type: ignore[no-any-return]
 
     def deserialize(self, attribute_values: _RawItem) -> None:
         codec.deserialize(self, attribute_values, super().deserialize)

@@ -113,6 +113,48 @@ def test_a_value_of_the_wrong_type_raises_pynamodbs_error() -> None:
         Wide.from_raw_data(item)
 
 
+class Plain(ShardedModel):
+    """No defaults, PynamoDB's constructor: built without running ``__init__``."""
+
+    class Meta:
+        table_name = "building-plain"
+        region = "us-east-1"
+
+    pk = ShardedKeyAttribute(hash_key=True, strategy=HashShards(4, on=["sk"]))
+    sk = NumberAttribute(range_key=True)
+    note = UnicodeAttribute(null=True)
+
+
+class Initialized(Plain):
+    """A constructor of its own: it runs for every instance a read builds, as in PynamoDB."""
+
+    class Meta:
+        table_name = "building-plain"
+        region = "us-east-1"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen = True
+
+
+def test_an_instance_built_without_init_is_the_one_pynamodb_builds() -> None:
+    item = {"pk": {"S": "a#1"}, "sk": {"N": "7"}, "note": {"S": "hi"}}
+    plan = build_plan(Plain)
+    assert plan is not None and plan.blank
+    ours, theirs = Plain.from_raw_data(item), pynamodb_built(Plain, item)
+    assert type(ours) is Plain
+    assert {**vars(ours), "_physical_key": None} == {**vars(theirs), "_physical_key": None}
+    assert ours.note == "hi" and ours.sk == 7 and ours.pk == "a"
+    assert not build_plan(Wide).blank  # defaults: __init__ sets them
+
+
+def test_a_constructor_of_the_models_own_still_runs() -> None:
+    plan = build_plan(Initialized)
+    assert plan is not None and not plan.blank
+    built = Initialized.from_raw_data({"pk": {"S": "a#1"}, "sk": {"N": "7"}})
+    assert built.seen and built.sk == 7
+
+
 class Animal(ShardedModel):
     class Meta:
         table_name = "building-animals"
