@@ -135,6 +135,22 @@ EXACT_TOTALS = {
     "shards": 7,
 }
 
+#: One shard: moto stores 0.5 + 0.5 as "1.0" (DynamoDB as "1"); get must read the total 1,
+#: as batch_get and query do, not PynamoDB's float of the one share.
+ONE_SHARE_TOTAL = {
+    "regime": "example",
+    "items": {0: ([{"hits": 0.5}, {"hits": 0.5}], None)},
+    "filter": None,
+    "threshold": 0,
+    "range": "none",
+    "bounds": [0, 0],
+    "forward": False,
+    "limit": None,
+    "segments": 1,
+    "key": "0",
+    "shards": 1,
+}
+
 #: Wide enough that no sum of 38-digit numbers is rounded.
 _EXACT = Context(prec=200)
 

@@ -164,8 +164,10 @@ def get(
     ``plain`` is PynamoDB's own ``get``, used when one physical key is the only one.
     """
     candidates = candidate_keys(model, hash_key, range_key, shard_by)
-    if len(candidates) == 1 and sharding_of(model).migration() is None:
-        # (during a layout change the one key may hold a tombstone: resolved below)
+    engine = sharding_of(model)
+    if len(candidates) == 1 and engine.migration() is None and not engine.spec.counters:
+        # (during a layout change the one key may hold a tombstone: resolved below; a
+        # counter's one share is summed like several, so "1.0" reads as the total 1)
         return plain(candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get))
     (raw,) = _resolve(
         model, [(hash_key, range_key, candidates)], consistent_read, attributes_to_get

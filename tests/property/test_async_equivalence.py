@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.apis import AsyncApi
-from tests.counter_equivalence import check_counter_equivalence
+from tests.counter_equivalence import ONE_SHARE_TOTAL, check_counter_equivalence
 from tests.counter_equivalence import scenarios as counter_scenarios
 from tests.equivalence import (
     check_dynamic_equivalence,
@@ -52,6 +52,7 @@ def test_async_iso_time_buckets_equal_unsharded(
 
 @SETTINGS
 @given(scenario=counter_scenarios)
+@example(scenario=ONE_SHARE_TOTAL)
 def test_async_counter_model_equals_plain_totals(
     async_api: AsyncApi, scenario: dict[str, Any]
 ) -> None:

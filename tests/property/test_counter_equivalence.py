@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from tests.counter_equivalence import EXACT_TOTALS, check_counter_equivalence, scenarios
+from tests.counter_equivalence import (
+    EXACT_TOTALS,
+    ONE_SHARE_TOTAL,
+    check_counter_equivalence,
+    scenarios,
+)
 
 pytestmark = pytest.mark.usefixtures("tables")
 
@@ -15,6 +20,7 @@ pytestmark = pytest.mark.usefixtures("tables")
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios)
 @example(scenario=EXACT_TOTALS)
+@example(scenario=ONE_SHARE_TOTAL)
 def test_counter_model_equals_plain_totals(scenario: dict[str, Any]) -> None:
     """get, batch_get, query, count and scan (segments too), filtered or not, agree.
 
