@@ -92,9 +92,11 @@ def dynamodb_sort_key(attribute: Attribute[Any] | None) -> Callable[[_RawItem], 
     return key
 
 
-#: What one more shard request costs the client, in items read: a request of the 16-shard
-#: latest-100 read costs ~130 µs of CPU and an item ~6.6 µs (``make bench``, async rows).
-REQUEST_ITEMS = 20
+#: What one more shard request costs the client, in items read and not returned: a shard
+#: request of the async 64-shard latest-100 costs ~80 µs of CPU, such an item ~2 µs (it is
+#: parsed and ranked, never built). At 20, the 64-shard read took 14-20% more CPU (4 items
+#: a shard and 8 follow-ups against 5 a shard; ``make bench``, in-process A/B).
+REQUEST_ITEMS = 40
 
 
 @functools.lru_cache(maxsize=1024)
@@ -112,8 +114,9 @@ def first_page_size(remaining: int, shards: int) -> int:
     page holds only items the limit takes needs a follow-up page. So the page grows by
     one while a shard holds exactly that many of the items (and not the last one) with a
     probability over ``1 / REQUEST_ITEMS``: the follow-ups one more item a shard saves
-    then cost more than the items. The newest 100 of 64 shards ask 4 a shard, not 3
-    (~13 follow-up requests become ~5); of 256 shards 3, not 1 (~83 become ~2).
+    then cost more than the items. The newest 100 of 64 shards ask 5 a shard, not 3
+    (over random layouts 4.7 follow-up requests at 4 a shard, 1.3 at 5, for 319 items
+    read instead of 264); of 256 shards 3, not 1 (~83 follow-ups become ~2).
     """
     if shards <= 1:
         return max(1, remaining)

@@ -174,7 +174,7 @@ def test_without_a_sort_key_every_item_sorts_alike() -> None:
         (1, 16, 1),  # the one item is the last one: no follow-up to save
         (1000, 10, 124),
         (3, 2, 3),
-        (100, 64, 4),  # the cap (3) grown: a shard holds exactly 3 of 100 with p 0.13
+        (100, 64, 5),  # the cap (3) grown twice: a shard holds exactly 4 of 100 with p 0.05
         (100, 256, 3),  # the cap (1) grown twice
         (10, 16, 3),
     ],
