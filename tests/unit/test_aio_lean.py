@@ -37,6 +37,7 @@ from tests.unit.test_lean import (
     hang_up,
     reply,
     reset,
+    stall,
 )
 
 
@@ -49,9 +50,11 @@ def no_wait(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return slept
 
 
-def _run(actions: list[Action], call: Callable[[Any], Any], use_async: bool) -> tuple[Any, int]:
+def _run(
+    actions: list[Action], call: Callable[[Any], Any], use_async: bool, **options: Any
+) -> tuple[Any, int]:
     server = Script(list(actions))
-    connection = _connection(server.url, lean=not use_async)
+    connection = _connection(server.url, lean=not use_async, **options)
     try:
         if not use_async:
             return _outcome(call, connection), len(server.requests)
@@ -69,9 +72,11 @@ def _run(actions: list[Action], call: Callable[[Any], Any], use_async: bool) -> 
         server.close()
 
 
-def _both(actions: list[Action], call: Callable[[Any], Any] = _query) -> tuple[Any, Any, int]:
-    sync, sync_requests = _run(actions, call, use_async=False)
-    got, requests = _run(actions, call, use_async=True)
+def _both(
+    actions: list[Action], call: Callable[[Any], Any] = _query, **options: Any
+) -> tuple[Any, Any, int]:
+    sync, sync_requests = _run(actions, call, use_async=False, **options)
+    got, requests = _run(actions, call, use_async=True, **options)
     assert requests == sync_requests, f"attempts: sync {sync_requests}, async {requests}"
     return sync, got, requests
 
@@ -109,6 +114,18 @@ def test_a_throttle_is_retried_then_raised_as_on_the_sync_path(no_wait: list[flo
     assert requests == 3
     assert got["type"] == "QueryError" and got["throttle"]
     assert got["reasons"] == ("TableReadKeyRangeThroughputExceeded",)
+
+
+def test_a_read_timeout_is_retried_then_raised_as_on_the_sync_path(
+    no_wait: list[float],
+) -> None:
+    """The pool's one timer fails a response late by its read timeout (0.3 s here), within
+    a tick of it, on every attempt; a reply in time after one is served."""
+    sync, got, requests = _both([stall(1.5)] * 2, attempts=2, read_timeout=0.3)
+    assert got == sync and requests == 2
+    assert got["origin"] == "ReadTimeoutError" and got["type"] == "QueryError"
+    sync, got, requests = _both([stall(1.5), reply(200, QUERY_RESPONSE)], read_timeout=0.3)
+    assert got == sync and "result" in got and requests == 2
 
 
 def test_errors_that_are_not_retried_raise_as_on_the_sync_path() -> None:
