@@ -169,6 +169,11 @@ def async_client(client: Any) -> Any:
         return found
 
 
+#: Connection's attribute names -> its plain function of that name (None: not one)
+_methods: dict[str, types.FunctionType | None] = {}
+_UNKNOWN: Any = object()
+
+
 class AsyncConnection:
     """A PynamoDB ``Connection`` whose every request goes to the async stand-in.
 
@@ -180,12 +185,16 @@ class AsyncConnection:
         self._origin = origin
 
     def __getattr__(self, name: str) -> Any:
-        method = inspect.getattr_static(Connection, name, None)
-        if isinstance(method, types.FunctionType):
+        method = _methods.get(name, _UNKNOWN)
+        if method is _UNKNOWN:
+            found = inspect.getattr_static(Connection, name, None)
+            method = found if isinstance(found, types.FunctionType) else None
+            _methods[name] = method  # names are few: each is looked up on the class once
+        if method is not None:
             bound = types.MethodType(method, self)  # PynamoDB's code, self.client ours
             self.__dict__[name] = bound
             return bound
-        return getattr(self._origin, name)  # state, static and class methods
+        return getattr(self._origin, name)  # state, static and class methods, read live
 
     @property
     def client(self) -> Any:
