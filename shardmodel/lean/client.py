@@ -336,7 +336,7 @@ class LeanClient:
                 exception: Exception | None = None
                 http = parsed = None
                 try:
-                    http, parsed = self._attempt(operation.suffix, model, request, attempts)
+                    http, parsed = self._attempt(operation, request, attempts)
                 except Exception as error:
                     exception = error
                 if events.has_handlers(operation.received):
@@ -376,11 +376,12 @@ class LeanClient:
         return result
 
     def _attempt(
-        self, suffix: str, model: Any, request: Any, attempts: int
+        self, operation: _Operation, request: Any, attempts: int
     ) -> tuple[Any, dict[str, Any]]:
         """One attempt: a hook's answer or the server's, parsed as botocore parses it."""
+        model = operation.model
         http: Any = None
-        for _, answer in self.hooks.emit(f"before-send.{suffix}", request=request):
+        for _, answer in self.hooks.emit(operation.before_send, request=request):
             if answer is not None:
                 http = answer
                 break

@@ -75,7 +75,8 @@ def _build_plan(cls: type[Any]) -> BuildPlan | None:
 def _loader(cls: type[_M]) -> Callable[[_RawItem], _M]:
     """``from_raw_data`` of the class, with what it looks up per item looked up once."""
     if not sharding_of(cls).spec.sharded:
-        return functools.partial(Model.from_raw_data.__func__, cls)  # type: ignore[attr-defined]
+        plain: Callable[[_RawItem], _M] = super(ShardedModel, cls).from_raw_data
+        return plain
     build: Callable[[_RawItem], _M] = cls._instantiate
     plan = _build_plan(cls)
     if cls._instantiate.__func__ is ShardedModel._instantiate.__func__ and plan is not None:  # type: ignore[attr-defined]
