@@ -73,8 +73,8 @@ class AsyncLeanClient(LeanClient):
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncHttpPool] = (
             weakref.WeakKeyDictionary()
         )
-        #: the last loop used (weakly) and its pool
-        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], AsyncHttpPool] | None = None
+        #: the pool of the last loop used (it knows its loop)
+        self._last: AsyncHttpPool | None = None
         self._authority = endpoint(client.meta.endpoint_url, "AsyncLeanClient")[3]
         super().__init__(client, operations=client.meta.service_model.operation_names)
         _clients.add(self)
@@ -86,8 +86,8 @@ class AsyncLeanClient(LeanClient):
         """The running loop's pool (made on first use, bound to the loop)."""
         loop = asyncio.get_running_loop()
         last = self._last
-        if last is not None and last[0]() is loop:
-            return last[1]  # the loop of the request before: one look-up a request saved
+        if last is not None and last.loop is loop:
+            return last  # the loop of the request before: one look-up a request saved
         pool = self._pools.get(loop)
         if pool is None:
             config = self.meta.config
@@ -101,7 +101,7 @@ class AsyncLeanClient(LeanClient):
             )
             self._pools[loop] = pool
             await_(pool.start())
-        self._last = (weakref.ref(loop), pool)
+        self._last = pool
         return pool
 
     def pools(self) -> list[AsyncHttpPool]:

@@ -188,6 +188,11 @@ class AsyncHttpPool:
         self._watch: asyncio.TimerHandle | None = None
         self._tick = 1.0 if read_timeout is None else min(1.0, max(0.01, read_timeout / 4))
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the pool belongs to (None before :meth:`start`)."""
+        return self._loop
+
     async def start(self) -> None:
         """Bind the pool to the running loop; its sockets close when ``asyncio.run`` ends."""
         if self._closer is None:

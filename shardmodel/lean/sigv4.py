@@ -113,7 +113,7 @@ class Signer:
         key = (tuple(headers.items()), token)
         block = self._blocks.get(key)
         if block is None:
-            block = self._block(headers, token)
+            block = self._block(key, headers, token)
         before, after, signed_headers = block
         canonical = (
             f"POST\n/\n\n{before}x-amz-date:{stamp}\n{after}\n{signed_headers}\n"
@@ -136,7 +136,9 @@ class Signer:
         )
         return added
 
-    def _block(self, headers: Mapping[str, str], token: str | None) -> tuple[str, str, str]:
+    def _block(
+        self, key: _BlockKey, headers: Mapping[str, str], token: str | None
+    ) -> tuple[str, str, str]:
         """The canonical header lines before and after ``x-amz-date``, and their names.
 
         The same few headers go with every request of an operation: worked out once for
@@ -158,5 +160,5 @@ class Signer:
         with self._lock:
             if len(self._blocks) > 64:  # rotated tokens, changing extra headers
                 self._blocks.clear()
-            self._blocks[(tuple(headers.items()), token)] = block
+            self._blocks[key] = block
         return block
