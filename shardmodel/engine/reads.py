@@ -150,6 +150,15 @@ def _raw_key_values(model: type[Any], raw: _RawItem) -> Any:
     return instance_key_values(model.from_raw_data(raw))
 
 
+def _one_row_is_the_item(engine: Any) -> bool:
+    """Whether the row at an item's one key is the item, for PynamoDB's plain read.
+
+    Not for a counter item (its shares are summed, one like several, so a stored "1.0"
+    reads as the total 1), nor during a layout change (the key may hold a tombstone).
+    """
+    return not engine.spec.counters and engine.migration() is None
+
+
 def get(
     model: type[_M],
     hash_key: Any,
@@ -164,10 +173,7 @@ def get(
     ``plain`` is PynamoDB's own ``get``, used when one physical key is the only one.
     """
     candidates = candidate_keys(model, hash_key, range_key, shard_by)
-    engine = sharding_of(model)
-    if len(candidates) == 1 and engine.migration() is None and not engine.spec.counters:
-        # (during a layout change the one key may hold a tombstone: resolved below; a
-        # counter's one share is summed like several, so "1.0" reads as the total 1)
+    if len(candidates) == 1 and _one_row_is_the_item(sharding_of(model)):
         return plain(candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get))
     (raw,) = _resolve(
         model, [(hash_key, range_key, candidates)], consistent_read, attributes_to_get
@@ -245,7 +251,7 @@ def refresh(item: Any, consistent_read: bool, plain: Callable[[bool], None]) -> 
     engine = sharding_of(model)
     attr = sharded(model)
     single = item._physical_key is not None or attr.layout.deterministic
-    if single and not engine.spec.counters and engine.migration() is None:
+    if single and _one_row_is_the_item(engine):
         plain(consistent_read)
         return
     logical = check_logical(model, getattr(item, attr.attr_name))
