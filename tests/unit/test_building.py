@@ -28,6 +28,7 @@ from pynamodb.models import Model
 from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.engine.building import build_plan, number
 from shardmodel.engine.codec import logical_raw
+from tests.models import HashedEvent
 
 
 class Address(MapAttribute[str, Any]):
@@ -113,23 +114,11 @@ def test_a_value_of_the_wrong_type_raises_pynamodbs_error() -> None:
         Wide.from_raw_data(item)
 
 
-class Plain(ShardedModel):
-    """No defaults, PynamoDB's constructor: built without running ``__init__``."""
-
-    class Meta:
-        table_name = "building-plain"
-        region = "us-east-1"
-
-    pk = ShardedKeyAttribute(hash_key=True, strategy=HashShards(4, on=["sk"]))
-    sk = NumberAttribute(range_key=True)
-    note = UnicodeAttribute(null=True)
-
-
-class Initialized(Plain):
+class Initialized(HashedEvent):
     """A constructor of its own: it runs for every instance a read builds, as in PynamoDB."""
 
     class Meta:
-        table_name = "building-plain"
+        table_name = "building-initialized"
         region = "us-east-1"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -138,21 +127,22 @@ class Initialized(Plain):
 
 
 def test_an_instance_built_without_init_is_the_one_pynamodb_builds() -> None:
-    item = {"pk": {"S": "a#1"}, "sk": {"N": "7"}, "note": {"S": "hi"}}
-    plan = build_plan(Plain)
+    """HashedEvent: no defaults, PynamoDB's constructor: built without running it."""
+    item = {"user_id": {"S": "a#1"}, "timestamp": {"N": "7"}, "event_type": {"S": "hi"}}
+    plan = build_plan(HashedEvent)
     assert plan is not None and plan.blank
-    ours, theirs = Plain.from_raw_data(item), pynamodb_built(Plain, item)
-    assert type(ours) is Plain
+    ours, theirs = HashedEvent.from_raw_data(item), pynamodb_built(HashedEvent, item)
+    assert type(ours) is HashedEvent
     assert {**vars(ours), "_physical_key": None} == {**vars(theirs), "_physical_key": None}
-    assert ours.note == "hi" and ours.sk == 7 and ours.pk == "a"
+    assert ours.event_type == "hi" and ours.timestamp == 7 and ours.user_id == "a"
     assert not build_plan(Wide).blank  # defaults: __init__ sets them
 
 
 def test_a_constructor_of_the_models_own_still_runs() -> None:
     plan = build_plan(Initialized)
     assert plan is not None and not plan.blank
-    built = Initialized.from_raw_data({"pk": {"S": "a#1"}, "sk": {"N": "7"}})
-    assert built.seen and built.sk == 7
+    built = Initialized.from_raw_data({"user_id": {"S": "a#1"}, "timestamp": {"N": "7"}})
+    assert built.seen and built.timestamp == 7
 
 
 class Animal(ShardedModel):
