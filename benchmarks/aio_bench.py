@@ -1,10 +1,14 @@
 """The async API against the sync one and against one partition, same run, same data.
 
-Runs against dynalite (started here on loopback) with a 5 ms round trip slept before
-every request, as ``benchmarks/query_bench.py`` does: a botocore ``before-send`` hook that
-sleeps with :func:`shardmodel.core.bridge.sleep` (``time.sleep`` in a sync call, a sleep
-of that coroutine alone in an async one, so the loop serves the other requests
-meanwhile). Measures:
+Runs against dynalite (started here on loopback) behind a relay that holds every request
+5 ms on the wire (``benchmarks/wire_delay.py``, a process of its own): a round trip every
+path waits for the same way, sending and then waiting for its response, with none of the
+delay's work in the client. ``benchmarks/query_bench.py`` sleeps its round trip in a
+botocore ``before-send`` hook instead, as this bench did before; in an async call that
+sleep is a loop timer, a future and two greenlet switches a request (~0.5 ms of a
+16-shard read's CPU here, against one ``time.sleep`` a request on a thread), work no
+network asks of the client. The 16-shard rows are measured that way too, for
+comparison. Measures:
 
 * **the cost curve**: the newest 100 items of one key over 1, 4, 16, 64 and 256 random
   shards holding 10,000 items, three ways: plain PynamoDB's ``Model.query`` of one
@@ -51,7 +55,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from pynamodb.models import Model
 
@@ -68,10 +72,12 @@ from benchmarks.query_bench import (
     Single,
     _load_all,
     _median,
+    _meta,
     _sharded_model,
     _ts,
     _Wire,
 )
+from benchmarks.wire_delay import delayed_endpoint
 from shardmodel import ShardedModel
 from shardmodel.core.bridge import await_, call, sleep
 from shardmodel.lean.aio import async_client
@@ -132,12 +138,11 @@ def _measure(wire: _Wire, variants: Sequence[tuple[int | None, str, Timed]]) -> 
     """Median of REPEATS rounds, every variant once per round, after a warm-up each."""
     expected = [EPOCH + n for n in range(ITEMS - 1, ITEMS - 1 - LATEST, -1)]
     samples: list[list[Sample]] = [[] for _ in variants]
-    with wire.delayed():
-        for _, _, timed in variants:
-            _once(wire, timed, expected)
-        for _ in range(REPEATS):
-            for found, (_, _, timed) in zip(samples, variants, strict=True):
-                found.append(_once(wire, timed, expected))
+    for _, _, timed in variants:
+        _once(wire, timed, expected)
+    for _ in range(REPEATS):
+        for found, (_, _, timed) in zip(samples, variants, strict=True):
+            found.append(_once(wire, timed, expected))
     return [Row(n, name, _median(s)) for s, (n, name, _) in zip(samples, variants, strict=True)]
 
 
@@ -202,6 +207,30 @@ def _loop_per_read(runner: asyncio.Runner, model: type[ShardedModel]) -> Timed:
     return _timed(lambda: runner.run(read()))
 
 
+def _slept_rows(url: str, runner: asyncio.Runner) -> list[Row]:
+    """The 16-shard rows with the round trip slept in ``before-send`` (no relay).
+
+    The same tables through models of their own, pointed at dynalite itself.
+    """
+    single = cast(
+        type[Model], type("SingleSlept", (Single,), {"Meta": _meta(Single.Meta.table_name)})
+    )
+    sharded = _sharded_model(TARGET_SHARDS)
+    bind_models([single, sharded], host=url, **CREDENTIALS)
+    wire = _LoopWire(LATENCY)
+    wire.attach(single)
+    wire.attach(sharded)
+    with wire.delayed():
+        return _measure(
+            wire,
+            [
+                (None, "single partition", _timed(_sync(single))),
+                (TARGET_SHARDS, "sync", _timed(_sync(sharded))),
+                (TARGET_SHARDS, "async", _async(runner, sharded)),
+            ],
+        )
+
+
 def _concurrency(
     wire: _Wire, runner: asyncio.Runner, model: type[ShardedModel]
 ) -> tuple[Sample, Sample, int, int]:
@@ -224,12 +253,28 @@ def _concurrency(
 
     samples = []
     client = async_client(model._get_connection().connection.client)
-    with wire.delayed():
-        for pool in client.pools():
-            pool.peak_open = pool.open
+    for pool in client.pools():
+        pool.peak_open = pool.open
+    wire.reset()
+    wall, cpu = time.perf_counter(), time.process_time()
+    check(runner.run(many()))
+    samples.append(
+        Sample(
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+            wire.requests,
+            wire.items_read,
+            CONCURRENT,
+        )
+    )
+    (pool,) = client.pools()  # the model's, on the runner's loop
+    peak, bound = pool.peak_open, pool.max_connections
+    sync = _sync(model)
+    with ThreadPoolExecutor(10, thread_name_prefix="bench-sync-readers") as threads:
+        list(threads.map(lambda _: sync(), range(10)))  # warm the threads
         wire.reset()
         wall, cpu = time.perf_counter(), time.process_time()
-        check(runner.run(many()))
+        check(list(threads.map(lambda _: sync(), range(CONCURRENT))))
         samples.append(
             Sample(
                 time.perf_counter() - wall,
@@ -239,23 +284,6 @@ def _concurrency(
                 CONCURRENT,
             )
         )
-        (pool,) = client.pools()  # the model's, on the runner's loop
-        peak, bound = pool.peak_open, pool.max_connections
-        sync = _sync(model)
-        with ThreadPoolExecutor(10, thread_name_prefix="bench-sync-readers") as threads:
-            list(threads.map(lambda _: sync(), range(10)))  # warm the threads
-            wire.reset()
-            wall, cpu = time.perf_counter(), time.process_time()
-            check(list(threads.map(lambda _: sync(), range(CONCURRENT))))
-            samples.append(
-                Sample(
-                    time.perf_counter() - wall,
-                    time.process_time() - cpu,
-                    wire.requests,
-                    wire.items_read,
-                    CONCURRENT,
-                )
-            )
     return samples[0], samples[1], peak, bound
 
 
@@ -405,6 +433,22 @@ def _print_curve(rows: Sequence[Row]) -> dict[tuple[int | None, str], Sample]:
     return by
 
 
+def _print_slept(rows: Sequence[Row]) -> None:
+    single = rows[0].sample
+    print()
+    print(
+        f"the same {TARGET_SHARDS}-shard read with the round trip slept in botocore's "
+        "before-send instead (the query bench's harness; this bench's until the relay)"
+    )
+    for r in rows:
+        where = "-" if r.shards is None else str(r.shards)
+        print(
+            f"{where:>6}  {r.variant:<18}{r.sample.requests:>9}{r.sample.wall * 1e3:>9.1f} ms wall"
+            f"{r.sample.wall / single.wall:>7.2f}x{r.sample.cpu * 1e3:>8.2f} ms CPU"
+            f"{r.sample.cpu / single.cpu:>7.2f}x"
+        )
+
+
 def _print_bridge(costs: dict[str, float]) -> None:
     print()
     print("the bridge: process CPU per hand-off, µs (median of 7 rounds of 2,000)")
@@ -509,16 +553,18 @@ def _run() -> None:
     load = os.getloadavg()[0]
     with ExitStack() as stack:
         url = stack.enter_context(dynalite_server(DYNALITE))
+        relayed = stack.enter_context(delayed_endpoint(url, LATENCY))
         runner = stack.enter_context(asyncio.Runner())
         layouts = {n: _sharded_model(n) for n in SHARDS}
         models: list[type[Model]] = [Single, *layouts.values()]
         bind_models(models, host=url, **CREDENTIALS)
         create_tables(models)
-        wire = _LoopWire(LATENCY)
-        for model in models:
-            wire.attach(model)
         _load_all([(Single, KEY, ITEMS), *((m, KEY, ITEMS) for m in layouts.values())])
         loaded = time.perf_counter() - started
+        bind_models(models, host=relayed, **CREDENTIALS)  # every read measured crosses it
+        wire = _LoopWire(LATENCY)  # counts; never sleeps (the relay holds the requests)
+        for model in models:
+            wire.attach(model)
 
         variants: list[tuple[int | None, str, Timed]] = [
             (None, "single partition", _timed(_sync(Single)))
@@ -529,6 +575,7 @@ def _run() -> None:
                 variants.append((n, "sync in to_thread", _to_thread(runner, model)))
                 variants.append((n, "loop per read", _loop_per_read(runner, model)))
         rows = _measure(wire, variants)
+        slept = _slept_rows(url, runner)
         concurrency = _concurrency(wire, runner, layouts[TARGET_SHARDS])
         bridge = _bridge(runner)
 
@@ -540,13 +587,14 @@ def _run() -> None:
         fresh = _fresh_runs(url, trees)
 
     print(
-        f"async vs sync on dynalite, {LATENCY * 1e3:g} ms slept before every request "
-        f"(without blocking the loop in async calls), {ITEMS:,} items of one key per layout, "
+        f"async vs sync on dynalite, a {LATENCY * 1e3:g} ms round trip on the wire (a relay "
+        f"holds every request), {ITEMS:,} items of one key per layout, "
         f"a sample the mean of {READS} reads, the median of {REPEATS} interleaved rounds after "
         "a warm-up round; the async reads on one event loop kept for the run, timed inside "
         "the running loop (loop per read: around runner.run, the loop started and stopped)"
     )
     by = _print_curve(rows)
+    _print_slept(slept)
     _print_concurrency(*concurrency)
     _print_bridge(bridge)
     _print_fresh(fresh, here)
