@@ -251,40 +251,24 @@ def _concurrency(
         if len(results) != CONCURRENT or any(r != expected for r in results):
             raise RuntimeError("a concurrent read returned the wrong items")
 
-    samples = []
+    def timed(run: Callable[[], Sequence[list[int]]]) -> Sample:
+        wire.reset()
+        wall, cpu = time.perf_counter(), time.process_time()
+        check(run())
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        return Sample(wall, cpu, wire.requests, wire.items_read, CONCURRENT)
+
     client = async_client(model._get_connection().connection.client)
     for pool in client.pools():
         pool.peak_open = pool.open
-    wire.reset()
-    wall, cpu = time.perf_counter(), time.process_time()
-    check(runner.run(many()))
-    samples.append(
-        Sample(
-            time.perf_counter() - wall,
-            time.process_time() - cpu,
-            wire.requests,
-            wire.items_read,
-            CONCURRENT,
-        )
-    )
+    on_loop = timed(lambda: runner.run(many()))
     (pool,) = client.pools()  # the model's, on the runner's loop
     peak, bound = pool.peak_open, pool.max_connections
     sync = _sync(model)
     with ThreadPoolExecutor(10, thread_name_prefix="bench-sync-readers") as threads:
         list(threads.map(lambda _: sync(), range(10)))  # warm the threads
-        wire.reset()
-        wall, cpu = time.perf_counter(), time.process_time()
-        check(list(threads.map(lambda _: sync(), range(CONCURRENT))))
-        samples.append(
-            Sample(
-                time.perf_counter() - wall,
-                time.process_time() - cpu,
-                wire.requests,
-                wire.items_read,
-                CONCURRENT,
-            )
-        )
-    return samples[0], samples[1], peak, bound
+        on_threads = timed(lambda: list(threads.map(lambda _: sync(), range(CONCURRENT))))
+    return on_loop, on_threads, peak, bound
 
 
 def _bridge(runner: asyncio.Runner) -> dict[str, float]:

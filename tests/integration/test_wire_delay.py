@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
-import boto3
-from botocore.config import Config
-
+from benchmarks.request_floor import _client
 from benchmarks.wire_delay import delayed_endpoint
 
 DELAY = 0.05
-
-
-def _client(url: str) -> Any:
-    return boto3.client(
-        "dynamodb",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(retries={"mode": "standard", "max_attempts": 1}),
-    )
 
 
 def test_requests_are_held_for_the_delay_and_answered_as_directly(dynalite_url: str) -> None:
