@@ -153,10 +153,13 @@ def test_a_cancelled_read_resumes_from_its_cursor_with_nothing_lost_or_repeated(
     cancelled there, outside the read; its prefetched requests stay until the read is
     closed, and ``aclose()`` closes it. Either way the task stops with
     ``CancelledError`` and the cursor resumes (through ``query``) with exactly the items
-    the task had not returned.
+    the task had not returned. With the layout drawn at random, the read has now and then
+    every remaining page in hand before the late points (90 items, two turns): then it
+    ends first, having returned every item once, and there is nothing to cancel.
     """
     seen: list[int] = []
     reads: list[Any] = []
+    ended_first: list[bool] = []
 
     async def reader() -> None:
         results = Wide.aquery("k", page_size=5)
@@ -172,7 +175,10 @@ def test_a_cancelled_read_resumes_from_its_cursor_with_nothing_lost_or_repeated(
             await asyncio.sleep(0)
         for _ in range(extra):
             await asyncio.sleep(0)
-        assert not task.done()
+        if task.done():
+            await task  # ended without an error
+            ended_first.append(True)
+            return
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -181,6 +187,9 @@ def test_a_cancelled_read_resumes_from_its_cursor_with_nothing_lost_or_repeated(
 
     with asyncio.Runner() as runner:
         runner.run(run())
+    if ended_first:
+        assert after > 0 and seen == wide and reads[0].last_evaluated_key is None
+        return
     cursor = None
     try:
         (results,) = reads
