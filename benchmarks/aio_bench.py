@@ -241,8 +241,7 @@ def _concurrency(
     """
     expected = [EPOCH + n for n in range(ITEMS - 1, ITEMS - 1 - LATEST, -1)]
 
-    async def one() -> list[int]:
-        return [_ts(i) async for i in model.aquery(KEY, scan_index_forward=False, limit=LATEST)]
+    one = _aread(model)
 
     async def many() -> list[list[int]]:
         return list(await asyncio.gather(*(one() for _ in range(CONCURRENT))))
@@ -390,14 +389,21 @@ def _fresh_runs(url: str, trees: Sequence[tuple[str, Path]]) -> dict[str, list[d
 # -- printing -------------------------------------------------------------------------
 
 
-def _print_curve(rows: Sequence[Row]) -> dict[tuple[int | None, str], Sample]:
+CURVE_TITLE = (
+    f"latest {LATEST} (limit={LATEST}, newest first) of {ITEMS:,} items: sync and async "
+    "against plain PynamoDB's single partition (botocore)"
+)
+SLEPT_TITLE = (
+    f"the same {TARGET_SHARDS}-shard read with the round trip slept in botocore's before-send "
+    "instead (the query bench's harness; this bench's until the relay)"
+)
+
+
+def _print_curve(rows: Sequence[Row], title: str) -> dict[tuple[int | None, str], Sample]:
     by = {(r.shards, r.variant): r.sample for r in rows}
     single = by[(None, "single partition")]
     print()
-    print(
-        f"latest {LATEST} (limit={LATEST}, newest first) of {ITEMS:,} items: sync and async "
-        "against plain PynamoDB's single partition (botocore)"
-    )
+    print(title)
     header = (
         f"{'shards':>6}  {'way':<18}{'requests':>9}{'items read':>11}{'wall ms':>9}"
         f"{'x wall':>8}{'CPU ms':>8}{'x CPU':>7}{'async/sync CPU':>16}"
@@ -415,22 +421,6 @@ def _print_curve(rows: Sequence[Row]) -> dict[tuple[int | None, str], Sample]:
             f"{s.wall / single.wall:>8.2f}{s.cpu * 1e3:>8.2f}{s.cpu / single.cpu:>7.2f}{versus}"
         )
     return by
-
-
-def _print_slept(rows: Sequence[Row]) -> None:
-    single = rows[0].sample
-    print()
-    print(
-        f"the same {TARGET_SHARDS}-shard read with the round trip slept in botocore's "
-        "before-send instead (the query bench's harness; this bench's until the relay)"
-    )
-    for r in rows:
-        where = "-" if r.shards is None else str(r.shards)
-        print(
-            f"{where:>6}  {r.variant:<18}{r.sample.requests:>9}{r.sample.wall * 1e3:>9.1f} ms wall"
-            f"{r.sample.wall / single.wall:>7.2f}x{r.sample.cpu * 1e3:>8.2f} ms CPU"
-            f"{r.sample.cpu / single.cpu:>7.2f}x"
-        )
 
 
 def _print_bridge(costs: dict[str, float]) -> None:
@@ -546,9 +536,9 @@ def _run() -> None:
         _load_all([(Single, KEY, ITEMS), *((m, KEY, ITEMS) for m in layouts.values())])
         loaded = time.perf_counter() - started
         bind_models(models, host=relayed, **CREDENTIALS)  # every read measured crosses it
-        wire = _LoopWire(LATENCY)  # counts; never sleeps (the relay holds the requests)
+        wire = _Wire(LATENCY)  # counts only: the relay holds the requests
         for model in models:
-            wire.attach(model)
+            wire.attach(model, sleeps=False)
 
         variants: list[tuple[int | None, str, Timed]] = [
             (None, "single partition", _timed(_sync(Single)))
@@ -577,8 +567,8 @@ def _run() -> None:
         "a warm-up round; the async reads on one event loop kept for the run, timed inside "
         "the running loop (loop per read: around runner.run, the loop started and stopped)"
     )
-    by = _print_curve(rows)
-    _print_slept(slept)
+    by = _print_curve(rows, CURVE_TITLE)
+    _print_curve(slept, SLEPT_TITLE)
     _print_concurrency(*concurrency)
     _print_bridge(bridge)
     _print_fresh(fresh, here)

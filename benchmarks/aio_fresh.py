@@ -61,11 +61,14 @@ def _read(model: Any) -> tuple[float, float]:
     """The mean wall and CPU seconds of READS reads back to back."""
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
-    for _ in range(READS):
-        got = [int(i.ts) for i in model.query(KEY, scan_index_forward=False, limit=LATEST)]
-        if len(got) != LATEST or got != sorted(got, reverse=True):
-            raise RuntimeError(f"{model.__name__}: wrong result")
-    return (time.perf_counter() - wall) / READS, (time.process_time() - cpu) / READS
+    reads = [
+        [int(i.ts) for i in model.query(KEY, scan_index_forward=False, limit=LATEST)]
+        for _ in range(READS)
+    ]
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if any(len(got) != LATEST or got != sorted(got, reverse=True) for got in reads):
+        raise RuntimeError(f"{model.__name__}: wrong result")
+    return wall / READS, cpu / READS
 
 
 def main() -> None:

@@ -219,13 +219,15 @@ class _Wire:
         self._lock = threading.Lock()
         self._clients: set[int] = set()
 
-    def attach(self, model: type[Model]) -> None:
+    def attach(self, model: type[Model], sleeps: bool = True) -> None:
+        """Count the model's requests; ``sleeps``: also sleep them while ``delayed``."""
         # building the client here, once: a cold model hit by many threads builds one each
         client = model._get_connection().connection.client
         if id(client) in self._clients:
             return
         self._clients.add(id(client))
-        client.meta.events.register("before-send.dynamodb.*", self._delay)
+        if sleeps:
+            client.meta.events.register("before-send.dynamodb.*", self._delay)
         client.meta.events.register("after-call.dynamodb.Query", self._count)
 
     def reset(self) -> None:
