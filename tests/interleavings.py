@@ -3,14 +3,18 @@
 A :class:`Scheduler` runs each process's operation on a thread of its own and lets
 exactly one request through at a time, at botocore's ``before-send`` event (which the
 lean path emits too, so point reads are scheduled like writes). Which waiting process
-goes next is the schedule's choice.
+goes next is the schedule's choice (a :class:`Plan`, followed by a :class:`Chooser`).
 
 :func:`every_schedule` explores the orders by stateless model checking with dynamic
-partial-order reduction: two requests that touch different items (or only read) give
-the same state and answers in either order, so only the order of requests that do not
-commute matters. After each run, for every request, the last earlier request of the
-other process it does not commute with marks a point where the other order must be
-tried too; each such point becomes a prefix to replay, until none is left.
+partial-order reduction and sleep sets (Flanagan and Godefroid, POPL 2005): two requests
+that touch different items (or only read) give the same state and answers in either
+order, so only the order of requests that do not commute matters. After each run, every
+race (a request and an earlier one of the other process it does not commute with, with
+no chain of conflicts between them) marks a point where the other order must be tried
+too. A process whose next request was already explored at a point, and commutes with
+what runs instead, sleeps until a request it does not commute with runs: so two finished
+runs are never the same order of conflicting requests. A run in which every waiting
+process sleeps repeats an explored one; it is finished unchecked (``Run.blocked``).
 
 A process is the thread its operation runs on; requests from any other thread (a merged
 query's workers, the test's own checks) pass unscheduled.
@@ -23,9 +27,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import define, frozen
 
-__all__ = ["Run", "Scheduler", "Step", "every_schedule", "scheduled"]
+__all__ = ["Chooser", "Plan", "Run", "Scheduler", "Step", "every_schedule", "scheduled"]
 
 _UNIQUE_ID = "tests-interleavings"
 #: A process neither requesting nor finishing for this long is stuck (a lock held by the
@@ -59,31 +63,93 @@ class Step:
 
 
 @frozen
+class Plan:
+    """Where a run goes: the processes to let through first, one request each, and the
+    processes asleep after them."""
+
+    prefix: tuple[int, ...] = ()
+    asleep: frozenset[int] = frozenset()
+
+
+@frozen
 class Run:
-    """What one schedule did: the steps in order, and at each who waited with what."""
+    """What one schedule did: the steps in order, at each who waited with what and who
+    slept, and where every waiting process slept (the rest repeats an explored order)."""
 
     steps: tuple[Step, ...]
     waiting: tuple[Mapping[int, Step], ...]
+    asleep: tuple[frozenset[int], ...]
+    blocked_at: int | None = None
 
     @property
     def order(self) -> tuple[int, ...]:
         return tuple(step.process for step in self.steps)
 
+    @property
+    def blocked(self) -> bool:
+        return self.blocked_at is not None
+
+
+class Chooser:
+    """Picks the next process of a run: the plan's prefix, then the lowest awake one.
+
+    After the prefix, a sleeping process wakes when a request it does not commute with
+    runs. When every waiting process sleeps, the run is blocked: it goes on with the
+    lowest waiting process, as a repeat of an explored order.
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+        self._asleep = set(plan.asleep)
+        self.steps: list[Step] = []
+        self.waiting: list[Mapping[int, Step]] = []
+        self.slept: list[frozenset[int]] = []
+        self.blocked_at: int | None = None
+
+    def choose(self, ready: Mapping[int, Step]) -> int:
+        """The process to let through now, of those ``ready`` (each with its request)."""
+        position = len(self.steps)
+        prefix = self._plan.prefix
+        asleep = frozenset(self._asleep) if position >= len(prefix) else frozenset()
+        if position < len(prefix):
+            choice = prefix[position]
+            if choice not in ready:  # pragma: no cover - a run that is not replayable
+                raise AssertionError(
+                    f"schedule {prefix}: process {choice} is not waiting at step {position} "
+                    f"(waiting: {sorted(ready)}); the operations are not deterministic"
+                )
+        else:
+            awake = [p for p in ready if p not in asleep]
+            if not awake and self.blocked_at is None:
+                self.blocked_at = position
+            choice = min(awake or ready)
+            chosen = ready[choice]
+            self._asleep = {
+                q for q in self._asleep if q != choice and q in ready and ready[q].commutes(chosen)
+            }
+        self.steps.append(ready[choice])
+        self.waiting.append(dict(ready))
+        self.slept.append(asleep)
+        return choice
+
+    def run(self) -> Run:
+        return Run(tuple(self.steps), tuple(self.waiting), tuple(self.slept), self.blocked_at)
+
 
 class Scheduler:
-    """Lets one request through at a time: ``prefix``'s choices, then the lowest waiting.
+    """Lets one request through at a time, as a :class:`Chooser` of ``plan`` picks.
 
     Args:
-        prefix: the processes to let through first, one request each.
+        plan: the processes to let through first, and those asleep after them.
         tables: the tables whose requests are scheduled (others pass at once, e.g. a
             migration's state table, whose requests no other process contends for).
         keys: per table, the key attribute names (what a PutItem's item is known by).
     """
 
     def __init__(
-        self, prefix: Sequence[int], tables: frozenset[str], keys: Mapping[str, Sequence[str]]
+        self, plan: Plan, tables: frozenset[str], keys: Mapping[str, Sequence[str]]
     ) -> None:
-        self._prefix = tuple(prefix)
+        self._chooser = Chooser(plan)
         self._tables = tables
         self._keys = keys
         self._cond = threading.Condition()
@@ -91,8 +157,6 @@ class Scheduler:
         self._waiting: dict[int, Step] = {}
         self._finished: set[int] = set()
         self._granted: int | None = None
-        self._steps: list[Step] = []
-        self._seen: list[Mapping[int, Step]] = []
 
     def before_send(self, request: Any = None, event_name: str = "", **_: Any) -> None:
         """botocore's ``before-send``: wait for this process's turn (None: send as usual)."""
@@ -155,10 +219,9 @@ class Scheduler:
             thread.join()
         for process in sorted(errors):
             raise errors[process]
-        return Run(tuple(self._steps), tuple(self._seen))
+        return self._chooser.run()
 
     def _schedule(self, processes: set[int]) -> None:
-        prefix = self._prefix
         while True:
             settled = self._cond.wait_for(
                 lambda: (
@@ -176,16 +239,7 @@ class Scheduler:
             ready = dict(self._waiting)
             if not ready:
                 return
-            position = len(self._steps)
-            choice = prefix[position] if position < len(prefix) else min(ready)
-            if choice not in ready:  # pragma: no cover - a run that is not replayable
-                raise AssertionError(
-                    f"schedule {prefix}: process {choice} is not waiting at step {position} "
-                    f"(waiting: {sorted(ready)}); the operations are not deterministic"
-                )
-            self._steps.append(ready[choice])
-            self._seen.append(ready)
-            self._granted = choice
+            self._granted = self._chooser.choose(ready)
             self._cond.notify_all()
 
 
@@ -206,34 +260,91 @@ def scheduled(clients: Sequence[Any], scheduler: Scheduler) -> Callable[[], None
     return undo
 
 
-def every_schedule(run: Callable[[Sequence[int]], Run]) -> Iterator[Run]:
-    """Every order of the processes' requests up to swapping commuting ones.
+@define
+class _Point:
+    """A point of the explored tree: who waited with what, who slept, what to try."""
 
-    ``run(prefix)`` runs one schedule: the processes in ``prefix`` first, one request
-    each, then the lowest waiting process. A prefix is run once.
+    waiting: Mapping[int, Step]
+    asleep: frozenset[int]
+    explored: set[int]
+    backtrack: set[int]
+
+
+def every_schedule(run: Callable[[Plan], Run]) -> Iterator[Run]:
+    """One run of every order of the processes' conflicting requests.
+
+    ``run(plan)`` runs one schedule (a :class:`Scheduler` of ``plan``). Runs are yielded
+    unless blocked; a blocked run repeats an explored order and needs no check.
     """
-    tried: set[tuple[int, ...]] = set()
-    pending: list[tuple[int, ...]] = [()]
-    while pending:
-        prefix = pending.pop()
-        if prefix in tried:
-            continue
-        done = run(prefix)
-        yield done
+    points: dict[tuple[int, ...], _Point] = {}
+    plan: Plan | None = Plan()
+    while plan is not None:
+        done = run(plan)
+        if not done.blocked:
+            yield done
         order = done.order
-        for length in range(len(order) + 1):
-            tried.add(order[:length])
-        for later, step in enumerate(done.steps):
+        end = len(order) if done.blocked_at is None else done.blocked_at
+        for position in range(len(plan.prefix), end):
+            chosen = {order[position]}
+            points[order[:position]] = _Point(
+                done.waiting[position], done.asleep[position], chosen, set(chosen)
+            )
+        for position, process in _races(done, end):
+            point = points[order[:position]]
+            point.backtrack |= {process} if process in point.waiting else set(point.waiting)
+        plan = _next_plan(points, order, end)
+
+
+def _races(done: Run, end: int) -> Iterator[tuple[int, int]]:
+    """``(position, process)``: a request of ``process``, pending at some later point of
+    the run (to ``end``), races with the request run at ``position``: another process's,
+    conflicting, and no chain of conflicts or program order leads from it to
+    ``process``'s requests before that point."""
+    steps = done.steps[:end]
+    before: list[set[int]] = []  # the positions that happen before each step, and itself
+    last: dict[int, int] = {}  # each process's latest position so far
+    for at in range(end + 1):
+        pending = done.waiting[at] if at < len(done.waiting) else {}
+        for process, request in pending.items():
+            known = before[last[process]] if process in last else set()
             race = next(
                 (
-                    earlier
-                    for earlier in range(later - 1, -1, -1)
-                    if done.steps[earlier].process != step.process
-                    and not done.steps[earlier].commutes(step)
+                    i
+                    for i in range(at - 1, -1, -1)
+                    if steps[i].process != process
+                    and not steps[i].commutes(request)
+                    and i not in known
                 ),
                 None,
             )
-            if race is not None and step.process in done.waiting[race]:
-                branch = (*order[:race], step.process)
-                if branch not in tried:
-                    pending.append(branch)
+            if race is not None:
+                yield race, process
+        if at == end:
+            break
+        step = steps[at]
+        mine = {at} | (before[last[step.process]] if step.process in last else set())
+        for i in range(at):
+            if not steps[i].commutes(step) and steps[i].process != step.process:
+                mine |= before[i]
+        before.append(mine)
+        last[step.process] = at
+
+
+def _next_plan(
+    points: dict[tuple[int, ...], _Point], order: tuple[int, ...], end: int
+) -> Plan | None:
+    """The deepest point of this run with a process still to try (awake there)."""
+    for position in range(end - 1, -1, -1):
+        point = points[order[:position]]
+        todo = sorted(point.backtrack - point.explored - point.asleep)
+        if todo:
+            process = todo[0]
+            request = point.waiting[process]
+            asleep = {
+                q
+                for q in point.asleep | point.explored
+                if q in point.waiting and point.waiting[q].commutes(request)
+            }
+            point.explored.add(process)
+            return Plan((*order[:position], process), frozenset(asleep))
+    return None

@@ -33,7 +33,7 @@ from shardmodel.migration import (
 )
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, mock_dynamodb
-from tests.interleavings import Scheduler, every_schedule, scheduled
+from tests.interleavings import Plan, Scheduler, every_schedule, scheduled
 from tests.migration_models import (
     Click,
     OrderedReading,
@@ -414,12 +414,12 @@ class AbortWorld(World):
         return Snapshot(tuple(self.main.scan()), tuple(state_behind), tuple(self.state.scan()))
 
 
-def _return_run(world: AbortWorld, kinds: tuple[str, str], present: bool, prefix: Any) -> Any:
+def _return_run(world: AbortWorld, kinds: tuple[str, str], present: bool, plan: Plan) -> Any:
     lag = (Phase.DONE, Phase.PREPARE)
     world.start(lag, present)
     table = world.models[0].Meta.table_name
     made = [_operation(kind, world.models[p], p) for p, kind in enumerate(kinds)]
-    scheduler = Scheduler(prefix, frozenset({table}), {table: ("sensor", "seq")})
+    scheduler = Scheduler(plan, frozenset({table}), {table: ("sensor", "seq")})
     undo = scheduled(world.clients(), scheduler)
     try:
         run = scheduler.run({p: operation for p, (operation, _) in enumerate(made)})
@@ -477,5 +477,5 @@ def test_every_interleaving_across_the_start_of_the_return(
     """One process in the aborted change's swept done, the other in its return's prepare:
     every order of two operations' requests on one item ends as one order of their
     writes, which both read, which stays through the return, stored once at its old key."""
-    runs = list(every_schedule(lambda prefix: _return_run(abort_world, kinds, present, prefix)))
+    runs = list(every_schedule(lambda plan: _return_run(abort_world, kinds, present, plan)))
     assert len(runs) > 1

@@ -2,8 +2,9 @@
 
 Scripted processes (lists of reads and writes of named items, no server) are run by a
 stand-in for the scheduler. Brute force lists every interleaving and the final state and
-read results each gives; the explorer, which skips orders that only swap commuting
-requests, must reach every one of those outcomes, and run fewer schedules.
+read results each gives, and the order of conflicting requests (the trace) each is; the
+explorer, which skips orders that only swap commuting requests, must finish exactly one
+run of every trace, and so reach every outcome.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.interleavings import Run, Step, every_schedule
+from tests.interleavings import Chooser, Plan, Run, Step, every_schedule
 
 Script = Sequence[tuple[str, str]]  # (operation, item)
 
@@ -25,13 +26,12 @@ def _step(process: int, request: tuple[str, str]) -> Step:
     return Step(process, operation, "t", frozenset({item}))
 
 
-def _simulate(scripts: Sequence[Script], prefix: Sequence[int]) -> tuple[Run, tuple[object, ...]]:
+def _simulate(scripts: Sequence[Script], plan: Plan) -> tuple[Run, tuple[object, ...]]:
     """Run the scripts as the scheduler would; the run and its outcome (state and reads)."""
     position = [0] * len(scripts)
     state: dict[str, tuple[int, int]] = {}
     seen: list[list[tuple[int, int] | None]] = [[] for _ in scripts]
-    steps: list[Step] = []
-    waiting: list[dict[int, Step]] = []
+    chooser = Chooser(plan)
     while True:
         ready = {
             p: _step(p, script[position[p]])
@@ -40,10 +40,7 @@ def _simulate(scripts: Sequence[Script], prefix: Sequence[int]) -> tuple[Run, tu
         }
         if not ready:
             break
-        at = len(steps)
-        choice = prefix[at] if at < len(prefix) else min(ready)
-        steps.append(ready[choice])
-        waiting.append(ready)
+        choice = chooser.choose(ready)
         operation, item = scripts[choice][position[choice]]
         if operation == "GetItem":
             seen[choice].append(state.get(item))
@@ -51,17 +48,50 @@ def _simulate(scripts: Sequence[Script], prefix: Sequence[int]) -> tuple[Run, tu
             state[item] = (choice, position[choice])  # each write leaves its own mark
         position[choice] += 1
     outcome = (tuple(sorted(state.items())), tuple(tuple(s) for s in seen))
-    return Run(tuple(steps), tuple(waiting)), outcome
+    return chooser.run(), outcome
 
 
-def _every_interleaving(scripts: Sequence[Script]) -> set[tuple[object, ...]]:
-    """Brute force: the outcome of every order of the two scripts' requests."""
+def _trace(run: Run) -> tuple[object, ...]:
+    """What makes two runs the same order: each process's requests, and which of two
+    conflicting requests of different processes came first."""
+    index: list[tuple[int, int]] = []
+    count: dict[int, int] = {}
+    for step in run.steps:
+        index.append((step.process, count.get(step.process, 0)))
+        count[step.process] = count.get(step.process, 0) + 1
+    first = frozenset(
+        (index[a], index[b])
+        for a, b in itertools.combinations(range(len(run.steps)), 2)
+        if run.steps[a].process != run.steps[b].process and not run.steps[a].commutes(run.steps[b])
+    )
+    return tuple(sorted(run.steps, key=lambda step: step.process)), first
+
+
+def _every_interleaving(scripts: Sequence[Script]) -> tuple[set[tuple[object, ...]], set[object]]:
+    """Brute force: the outcome and the trace of every order of the two scripts' requests."""
     first, second = scripts
-    outcomes = set()
+    outcomes, traces = set(), set()
     for places in itertools.combinations(range(len(first) + len(second)), len(first)):
         prefix = tuple(0 if i in places else 1 for i in range(len(first) + len(second)))
-        outcomes.add(_simulate(scripts, prefix)[1])
-    return outcomes
+        run, outcome = _simulate(scripts, Plan(prefix))
+        outcomes.add(outcome)
+        traces.add(_trace(run))
+    return outcomes, traces
+
+
+def _explore(scripts: Sequence[Script]) -> tuple[list[Run], set[tuple[object, ...]], int]:
+    """The explorer's finished runs, the outcomes of every run, and how many ran."""
+    outcomes: set[tuple[object, ...]] = set()
+    ran = 0
+
+    def run(plan: Plan) -> Run:
+        nonlocal ran
+        ran += 1
+        done, outcome = _simulate(scripts, plan)
+        outcomes.add(outcome)
+        return done
+
+    return list(every_schedule(run)), outcomes, ran
 
 
 SCRIPTS = {
@@ -86,43 +116,36 @@ SCRIPTS = {
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_the_explorer_reaches_every_outcome_with_fewer_runs(name: str) -> None:
-    """Every state and read result some interleaving gives is reached by an explored run."""
+def test_the_explorer_runs_each_order_of_conflicting_requests_once(name: str) -> None:
+    """Every state and read result some interleaving gives is reached; each order of the
+    conflicting requests is finished exactly once."""
     scripts = SCRIPTS[name]
-    runs: list[tuple[object, ...]] = []
-
-    def run(prefix: Sequence[int]) -> Run:
-        done, outcome = _simulate(scripts, prefix)
-        runs.append(outcome)
-        return done
-
-    explored = list(every_schedule(run))
-    total = len(list(itertools.combinations(range(sum(map(len, scripts))), len(scripts[0]))))
-    assert set(runs) == _every_interleaving(scripts)
-    assert len(explored) <= total
+    explored, outcomes, ran = _explore(scripts)
+    every_outcome, every_trace = _every_interleaving(scripts)
+    traces = [_trace(run) for run in explored]
+    assert outcomes == every_outcome
+    assert sorted(map(repr, traces)) == sorted(map(repr, every_trace))  # each once
+    assert ran <= len(list(itertools.combinations(range(sum(map(len, scripts))), 2)))
     if name == "disjoint items":
-        assert len(explored) == 1  # every order of commuting requests is one
+        assert ran == 1  # every order of commuting requests is one
 
 
 _requests = st.tuples(st.sampled_from(["GetItem", "PutItem", "DeleteItem"]), st.sampled_from("abc"))
 
 
 @given(
-    first=st.lists(_requests, min_size=1, max_size=4),
-    second=st.lists(_requests, min_size=1, max_size=4),
+    first=st.lists(_requests, min_size=1, max_size=5),
+    second=st.lists(_requests, min_size=1, max_size=5),
 )
-def test_the_explorer_reaches_every_outcome_of_any_scripts(
+def test_the_explorer_runs_each_order_of_any_scripts_once(
     first: list[tuple[str, str]], second: list[tuple[str, str]]
 ) -> None:
-    """For any two scripts, the explored runs give every outcome brute force finds."""
+    """For any two scripts, the finished runs are the orders of the conflicting requests,
+    each once, and every outcome brute force finds is reached."""
     scripts = (first, second)
-    outcomes: set[tuple[object, ...]] = set()
-
-    def run(prefix: Sequence[int]) -> Run:
-        done, outcome = _simulate(scripts, prefix)
-        outcomes.add(outcome)
-        return done
-
-    for _ in every_schedule(run):
-        pass
-    assert outcomes == _every_interleaving(scripts)
+    explored, outcomes, _ = _explore(scripts)
+    every_outcome, every_trace = _every_interleaving(scripts)
+    traces = [_trace(run) for run in explored]
+    assert len(set(map(repr, traces))) == len(traces)
+    assert set(map(repr, traces)) == set(map(repr, every_trace))
+    assert outcomes == every_outcome

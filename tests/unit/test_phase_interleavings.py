@@ -46,7 +46,7 @@ from shardmodel.keyspace.phases import MARKERS
 from shardmodel.migration import PHASES, Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, mock_dynamodb
-from tests.interleavings import Run, Scheduler, every_schedule, scheduled
+from tests.interleavings import Plan, Run, Scheduler, every_schedule, scheduled
 
 #: The logical key every item is under; the item the operations contend for; a bystander.
 KEY = "k"
@@ -462,9 +462,9 @@ def _one_run(
     lag: tuple[Phase, Phase],
     kinds: tuple[str, str],
     present: bool,
-    prefix: Sequence[int],
+    plan: Plan,
 ) -> Run:
-    """Set up, run the two operations in the order ``prefix`` starts, check to the end."""
+    """Set up, run the two operations in the order ``plan`` starts, check to the end."""
     case = world.case
     world.start(lag, present)
     table = world.models[0].Meta.table_name
@@ -478,7 +478,7 @@ def _one_run(
         _operation(kind, world.models[p], p) if kind != "job" else (job, Done())
         for p, kind in enumerate(kinds)
     ]
-    scheduler = Scheduler(prefix, frozenset({table}), {table: ("sensor", "seq")})
+    scheduler = Scheduler(plan, frozenset({table}), {table: ("sensor", "seq")})
     undo = scheduled(world.clients(), scheduler)
     try:
         run = scheduler.run({p: operation for p, (operation, _) in enumerate(made)})
@@ -576,7 +576,7 @@ def test_every_interleaving_ends_in_one_order_that_stays(
     """Every order of two operations' requests ends as one order of their writes, which
     both processes read now, in every later phase, and stored once at done."""
     world = _world(name)
-    runs = list(every_schedule(lambda prefix: _one_run(world, lag, kinds, present, prefix)))
+    runs = list(every_schedule(lambda plan: _one_run(world, lag, kinds, present, plan)))
     assert runs
 
 
