@@ -103,14 +103,14 @@ class Chooser:
         self._asleep = set(plan.asleep)
         self.steps: list[Step] = []
         self.waiting: list[Mapping[int, Step]] = []
-        self.slept: list[frozenset[int]] = []
+        self.asleep: list[frozenset[int]] = []
         self.blocked_at: int | None = None
 
     def choose(self, ready: Mapping[int, Step]) -> int:
         """The process to let through now, of those ``ready`` (each with its request)."""
         position = len(self.steps)
         prefix = self._plan.prefix
-        asleep = frozenset(self._asleep) if position >= len(prefix) else frozenset()
+        asleep = frozenset()
         if position < len(prefix):
             choice = prefix[position]
             if choice not in ready:  # pragma: no cover - a run that is not replayable
@@ -119,6 +119,7 @@ class Chooser:
                     f"(waiting: {sorted(ready)}); the operations are not deterministic"
                 )
         else:
+            asleep = frozenset(self._asleep)
             awake = [p for p in ready if p not in asleep]
             if not awake and self.blocked_at is None:
                 self.blocked_at = position
@@ -129,11 +130,11 @@ class Chooser:
             }
         self.steps.append(ready[choice])
         self.waiting.append(dict(ready))
-        self.slept.append(asleep)
+        self.asleep.append(asleep)
         return choice
 
     def run(self) -> Run:
-        return Run(tuple(self.steps), tuple(self.waiting), tuple(self.slept), self.blocked_at)
+        return Run(tuple(self.steps), tuple(self.waiting), tuple(self.asleep), self.blocked_at)
 
 
 class Scheduler:
