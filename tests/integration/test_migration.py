@@ -408,6 +408,7 @@ def under_load(
     return ledger, errors, pages
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "to"),
     [(Reading, 32), (WideReading, 16), (OrderedReading, drifted_boundaries())],
@@ -496,6 +497,7 @@ def migrate_and_abort(
         errors.append(f"migration: {error!r}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "to", "abort_in"),
     [(Reading, 32, Phase.BACKFILL), (WideReading, 16, Phase.READ_NEW)],
@@ -767,6 +769,7 @@ CURSOR_READS: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("model", "to"), [("grow", 32), ("shrink", 16)])
 def test_cursors_resume_in_every_later_phase_and_scans_see_each_item_once(
     server: str, model: str, to: int

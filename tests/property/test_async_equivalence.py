@@ -25,7 +25,7 @@ from tests.equivalence import (
     scenarios,
 )
 
-pytestmark = pytest.mark.usefixtures("tables")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("tables")]
 
 #: fewer than the sync suites: each example runs the same checks through the loop
 MAX_EXAMPLES = min(40, settings.default.max_examples)

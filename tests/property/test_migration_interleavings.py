@@ -33,6 +33,8 @@ from tests.migration_models import (
     WideReading,
 )
 
+pytestmark = pytest.mark.slow
+
 
 class ReadingElsewhere(Reading):
     """Reading as a second process sees it."""
@@ -81,7 +83,7 @@ def fields(model: Any, seq: int) -> dict[str, Any]:
 
 
 SEQS = st.integers(min_value=0, max_value=11)
-#: examples per case: 8 under the fast profile, 18 under ci
+#: examples per case: 8 under the fast profile, 18 under deep
 EXAMPLES = max(8, settings.default.max_examples // 8)
 # a phase advance is drawn often, so most runs cross several phases before finish()
 PROCESS = st.integers(min_value=0, max_value=1)
@@ -367,7 +369,7 @@ class CounterRun(Run):
 
 
 # the newer kinds, fewer and shorter interleavings each (index and counter reads cost
-# more per check); run with HYPOTHESIS_PROFILE=ci and a larger max_examples to dig
+# more per check); run with HYPOTHESIS_PROFILE=deep and a larger max_examples to dig
 @pytest.mark.parametrize(
     ("first", "second", "to"),
     [

@@ -15,7 +15,7 @@ from tests.equivalence import (
     scenarios,
 )
 
-pytestmark = pytest.mark.usefixtures("tables")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("tables")]
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -29,7 +29,7 @@ from tests.migration_models import series_redeployed, shard_moves
 from tests.models import PlainReading
 from tests.series_equivalence import BASE, times
 
-pytestmark = pytest.mark.usefixtures("tables")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("tables")]
 
 _runs = itertools.count()
 #: Two sensors whose shard changes from 16 to 32 (s10, ünï) and two whose does not.

@@ -57,6 +57,8 @@ from tests.unit.test_phase_interleavings import (
     _raw_items,
 )
 
+pytestmark = pytest.mark.slow
+
 __all__ = ["migration_tables"]  # a fixture used by name
 
 KEY = "k"

@@ -48,6 +48,8 @@ from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, mock_dynamodb
 from tests.interleavings import Plan, Run, Scheduler, every_schedule, scheduled
 
+pytestmark = pytest.mark.slow
+
 #: The logical key every item is under; the item the operations contend for; a bystander.
 KEY = "k"
 TARGET = 5

@@ -37,6 +37,8 @@ from tests.migration_models import (
 from tests.support import paged
 from tests.unit.test_migration import migration_tables, run_phases
 
+pytestmark = pytest.mark.slow
+
 __all__ = ["migration_tables"]  # a fixture used by name
 
 SENSOR = "s"
