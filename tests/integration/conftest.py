@@ -44,17 +44,32 @@ def dynalite_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def moto_url() -> Iterator[str]:
-    """A moto server on loopback, in a thread of this process."""
+    """A moto server on loopback, in a thread of this process.
+
+    moto finds each request's service under one lock, listing its own package directory
+    (some 150 stat calls) every time; the answer for a host never changes, so it is kept.
+    """
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
     from moto.server import ThreadedMotoServer
+
+    lookup = DomainDispatcherApplication.get_backend_for_host
+    backends: dict[str | None, Any] = {}
+
+    def kept(self: DomainDispatcherApplication, host: str | None) -> Any:
+        if host not in backends:
+            backends[host] = lookup(self, host)
+        return backends[host]
 
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        wait_for_port(port, None, timeout=120)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DomainDispatcherApplication, "get_backend_for_host", kept)
+        server.start()
+        try:
+            wait_for_port(port, None, timeout=120)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.stop()
 
 
 @pytest.fixture(params=["moto", "dynalite"])
