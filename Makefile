@@ -47,8 +47,8 @@ unit: $(STAMP)
 
 # the unit and property tests with 150 Hypothesis examples each instead of 40 (the property
 # tests took 21.5 min on two cores against 8): before closing an issue that changes the engine
-deep: $(STAMP)
-	HYPOTHESIS_PROFILE=deep SHARDMODEL_NO_DOCS_BUILD=1 $(PY) -m pytest tests/unit tests/property $(PYTEST_FLAGS)
+deep:
+	HYPOTHESIS_PROFILE=deep $(MAKE) unit
 
 # every case of the migration interleavings (make test runs three of the five)
 exhaustive: $(STAMP)
