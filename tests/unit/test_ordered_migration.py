@@ -253,6 +253,7 @@ class TaggedTitle(ShardedModel):
     by_team = _ByTeam()
 
 
+@pytest.mark.slow
 def test_index_reads_stay_exact_while_the_boundaries_change(
     migration_tables: SimulatedClock,
 ) -> None:

@@ -105,6 +105,7 @@ def check_reads(
     assert sorted(rows) == sorted((s, t, v) for (s, t), v in stored.items())
 
 
+@pytest.mark.slow
 def test_the_count_changes_from_a_future_bucket_and_every_read_stays_exact(
     clock: SimulatedClock,
 ) -> None:
