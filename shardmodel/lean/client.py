@@ -41,7 +41,7 @@ from attrs import field, frozen
 
 from shardmodel.core.bridge import sleep
 from shardmodel.lean.fastparse import parse_body
-from shardmodel.lean.hooks import Hooks
+from shardmodel.lean.hooks import EventNames, Hooks, Resolved, first_answer, until_answer
 from shardmodel.lean.http import HttpPool
 from shardmodel.lean.sigv4 import Signer
 
@@ -124,6 +124,11 @@ class Headers(dict[str, str]):
             super().__setitem__(name.lower(), value)
 
 
+def _headers() -> Headers:
+    """An empty :class:`Headers`, to be filled with names already in lower case."""
+    return dict.__new__(Headers)
+
+
 class _HttpResponse:
     """What botocore's handlers read of an ``AWSResponse``: status, headers, content."""
 
@@ -185,27 +190,10 @@ class _Operation:
     suffix: str  # "<service id>.<operation>": the events' common tail
     headers: dict[str, str]  # X-Amz-Target and Content-Type
     lowered: dict[str, str]  # the same, names in lower case (what Headers stores)
-    provide: str = field(init=False)
-    parameters: str = field(init=False)
-    before_call: str = field(init=False)
-    before_send: str = field(init=False)
-    received: str = field(init=False)
-    retry: str = field(init=False)
-    after_call: str = field(init=False)
-    after_error: str = field(init=False)
+    events: EventNames = field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        for attribute, event in (
-            ("provide", "provide-client-params"),
-            ("parameters", "before-parameter-build"),
-            ("before_call", "before-call"),
-            ("before_send", "before-send"),
-            ("received", "response-received"),
-            ("retry", "needs-retry"),
-            ("after_call", "after-call"),
-            ("after_error", "after-call-error"),
-        ):
-            object.__setattr__(self, attribute, f"{event}.{self.suffix}")
+        object.__setattr__(self, "events", EventNames.of(self.suffix))
 
 
 class LeanClient:
@@ -289,16 +277,29 @@ class LeanClient:
         from botocore.awsrequest import AWSPreparedRequest
 
         client = self.client
-        events = self.hooks
         operation = self._operations[operation_name]
+        names = operation.events
+        found = self.hooks.resolve(names)
         model = operation.model
         context: dict[str, Any] = {}
-        if events.has_handlers(operation.provide):
-            replaced = events.emit(
-                operation.provide, params=api_params, model=model, context=context
+        if found.provide:
+            replaced = first_answer(
+                found.provide,
+                params=api_params,
+                model=model,
+                context=context,
+                event_name=names.provide,
             )
-            api_params = next((r for _, r in replaced if r is not None), api_params)
-        events.emit(operation.parameters, params=api_params, model=model, context=context)
+            if replaced is not None:
+                api_params = replaced
+        if found.parameters:
+            first_answer(
+                found.parameters,
+                params=api_params,
+                model=model,
+                context=context,
+                event_name=names.parameters,
+            )
         body = self._serialize(operation_name, api_params)
         request_dict: dict[str, Any] = {
             "url_path": "/",
@@ -309,12 +310,13 @@ class LeanClient:
             "url": self.url,
             "context": context,
         }
-        _, answer = events.emit_until_response(
-            operation.before_call,
+        answer = until_answer(
+            found.before_call,
             model=model,
             params=request_dict,
             request_signer=client._request_signer,
             context=context,
+            event_name=names.before_call,
         )
         if answer is not None:
             http, parsed = answer
@@ -324,7 +326,7 @@ class LeanClient:
             while True:
                 attempts += 1
                 sent = request_dict["headers"]
-                headers = Headers()
+                headers = _headers()
                 if sent == operation.headers:  # as built above: no handler added one
                     dict.update(headers, operation.lowered)
                 else:
@@ -336,19 +338,20 @@ class LeanClient:
                 exception: Exception | None = None
                 http = parsed = None
                 try:
-                    http, parsed = self._attempt(operation, request, attempts)
+                    http, parsed = self._attempt(operation, found, request, attempts)
                 except Exception as error:
                     exception = error
-                if events.has_handlers(operation.received):
-                    events.emit(
-                        operation.received,
+                if found.received:
+                    first_answer(
+                        found.received,
                         response_dict=None if http is None else _response_dict(http, model),
                         parsed_response=parsed,
                         context=context,
                         exception=exception,
+                        event_name=names.received,
                     )
-                delays = events.needs_retry(
-                    operation.retry,
+                delay = self.hooks.retry_delay(
+                    found,
                     http,
                     parsed,
                     exception,
@@ -357,17 +360,26 @@ class LeanClient:
                     endpoint=client._endpoint,
                     operation=model,
                 )
-                delay = next((d for _, d in delays if d is not None), None)
                 if delay is None or delay is False:
                     break
                 sleep(delay)  # inside an async call, this call's alone
             if parsed is not None and "ResponseMetadata" in parsed:
                 parsed["ResponseMetadata"]["RetryAttempts"] = attempts - 1
             if exception is not None:
-                events.emit(operation.after_error, exception=exception, context=context)
+                first_answer(
+                    found.after_error,
+                    exception=exception,
+                    context=context,
+                    event_name=names.after_error,
+                )
                 raise exception
-        events.emit(
-            operation.after_call, http_response=http, parsed=parsed, model=model, context=context
+        first_answer(
+            found.after_call,
+            http_response=http,
+            parsed=parsed,
+            model=model,
+            context=context,
+            event_name=names.after_call,
         )
         if http.status_code >= 300:
             code = context.get("error_code_override") or parsed.get("Error", {}).get("Code")
@@ -376,18 +388,16 @@ class LeanClient:
         return result
 
     def _attempt(
-        self, operation: _Operation, request: Any, attempts: int
+        self, operation: _Operation, found: Resolved, request: Any, attempts: int
     ) -> tuple[Any, dict[str, Any]]:
         """One attempt: a hook's answer or the server's, parsed as botocore parses it."""
         model = operation.model
-        http: Any = None
-        for _, answer in self.hooks.emit(operation.before_send, request=request):
-            if answer is not None:
-                http = answer
-                break
+        http: Any = first_answer(
+            found.before_send, request=request, event_name=operation.events.before_send
+        )
         if http is None:
             sent = self.pool.post(request.headers, request.body)
-            headers = Headers()
+            headers = _headers()
             dict.update(headers, sent.headers)  # already lower case
             http = _HttpResponse(self.url, sent.status, headers, sent.body)
         else:

@@ -4,13 +4,16 @@ The lean path emits botocore's events so that every handler (botocore's, PynamoD
 moto's, the testing toolkit's, a user's) still runs. botocore's ``EventAliaser`` and
 ``HierarchicalEmitter`` spend about 2 µs an event before any handler runs (an alias
 look-up, a debug-log call per handler, a response list), seven events a request.
-:class:`Hooks` calls the same handlers, found in the emitter's own look-up cache (which
-botocore replaces whenever a handler is registered or unregistered), in the same order,
-with the same arguments and ``event_name``. It hands the event to the emitter itself
-when botocore's debug log is on (it writes a line per handler), when an event name has
-an alias, or when the client's events are not botocore's own classes.
+:meth:`Hooks.resolve` finds one operation's handlers for every event at once, in the
+emitter's own look-up cache, and keeps them until botocore replaces that cache (it does
+whenever a handler is registered or unregistered); :func:`first_answer` and
+:func:`until_answer` call them in the same order, with the same arguments and
+``event_name``, and give the answer botocore's ``emit`` or ``emit_until_response``
+would, without building the list of every response. Where the emitter must be asked
+(botocore's debug log is on, an event name has an alias, the client's events are not
+botocore's own classes), an event's list holds one stand-in that asks it.
 
-:meth:`Hooks.needs_retry` also knows one answer without asking: botocore's standard
+:meth:`Hooks.retry_delay` also knows one answer without asking: botocore's standard
 retry handler never retries a first-try 2xx response whose body matches its
 ``x-amz-crc32`` checksum (no error code, no exception; every standard checker says no
 and none has a side effect then), so it is not called for one. Any other handler on
@@ -22,19 +25,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from zlib import crc32
 
 from botocore import hooks
 from botocore.retries import standard
 
-__all__ = ["Hooks"]
+__all__ = ["EventNames", "Hooks", "Resolved", "first_answer", "until_answer"]
 
 _Handlers = Sequence[Any]
 
 
 class Hooks:
-    """Emits one botocore client's events (``client.meta.events``)."""
+    """Finds one botocore client's event handlers (``client.meta.events``)."""
 
     def __init__(self, events: Any) -> None:
         self.events = events
@@ -50,6 +53,10 @@ class Hooks:
         #: per event name: the handler list last checked, and whether it is the
         #: standard retry handler alone
         self._retry_checked: dict[str, tuple[_Handlers, bool]] = {}
+        #: per operation's event names: its handlers, valid while botocore keeps the
+        #: look-up cache they were found in (it makes a new one on every registration)
+        self._resolved: dict[EventNames, Resolved] = {}
+        self._resolved_in: Any = None
 
     def _handlers(self, name: str) -> _Handlers | None:
         """The handlers botocore's emitter would call for ``name`` (None: ask the emitter)."""
@@ -68,72 +75,62 @@ class Hooks:
             cache[name] = found
         return found
 
-    def has_handlers(self, name: str) -> bool:
-        """False only when emitting ``name`` surely calls nothing (skip building its kwargs)."""
-        found = self._handlers(name)
-        return found is None or bool(found)
+    def resolve(self, names: EventNames) -> Resolved:
+        """Every event's handlers of one operation, looked up once for a request."""
+        emitter = self._emitter
+        if emitter is not None and not hooks.logger.isEnabledFor(logging.DEBUG):
+            cache = emitter._lookup_cache
+            if cache is self._resolved_in:
+                found = self._resolved.get(names)
+                if found is not None:
+                    return found
+            else:
+                self._resolved.clear()
+                self._resolved_in = cache
+        lists = [self._handlers(name) for name in names]
+        handlers: list[_Handlers] = [
+            (_Through(self.events, name, until=index == _UNTIL),) if listed is None else listed
+            for index, (name, listed) in enumerate(zip(names, lists, strict=True))
+        ]
+        retry = lists[_RETRY]
+        standard = retry is not None and self._standard_retry_alone(names.retry, retry)
+        resolved = Resolved._make([*handlers, names, standard])
+        if all(listed is not None for listed in lists):  # else asked anew each time
+            self._resolved[names] = resolved
+        return resolved
 
-    def emit(self, name: str, **kwargs: Any) -> list[tuple[Any, Any]]:
-        """``events.emit(name, **kwargs)``."""
-        return self._emit(name, self._handlers(name), kwargs)
-
-    def _emit(
-        self, name: str, found: _Handlers | None, kwargs: dict[str, Any]
-    ) -> list[tuple[Any, Any]]:
-        """Call ``found`` (looked up already) as the emitter would; None: the emitter does."""
-        if found is None:
-            result: list[tuple[Any, Any]] = self.events.emit(name, **kwargs)
-            return result
-        if not found:
-            return []
-        kwargs["event_name"] = name
-        return [(handler, handler(**kwargs)) for handler in found]
-
-    def emit_until_response(self, name: str, **kwargs: Any) -> tuple[Any, Any]:
-        """``events.emit_until_response(name, **kwargs)``."""
-        found = self._handlers(name)
-        if found is None:
-            answer: tuple[Any, Any] = self.events.emit_until_response(name, **kwargs)
-            return answer
-        kwargs["event_name"] = name
-        handler = response = None
-        for handler in found:
-            response = handler(**kwargs)
-            if response is not None:
-                break
-        return handler, response  # as botocore: the last handler called, if none answered
-
-    def needs_retry(
+    def retry_delay(
         self,
-        name: str,
+        resolved: Resolved,
         http: Any,
         parsed: Any,
         exception: Exception | None,
         attempts: int,
         request_dict: dict[str, Any],
         **kwargs: Any,
-    ) -> list[tuple[Any, Any]]:
-        """``events.emit(name, ...)`` for ``needs-retry``; the standard handler's known no.
+    ) -> Any:
+        """The ``needs-retry`` answer (a delay, or None or False: no retry).
 
-        ``kwargs``: the event's other arguments (``endpoint``, ``operation``).
+        Not asked of botocore's standard retry handler alone where its answer is known
+        (see the module). ``kwargs``: the event's other arguments.
         """
-        found = self._handlers(name)
         if (
-            found is not None
+            resolved.standard_retry
             and attempts == 1
             and exception is None
             and "retries" not in request_dict["context"]
-            and self._standard_retry_alone(name, found)
             and _clean_success(http, parsed)
         ):
-            return [(found[0], None)]
-        kwargs.update(
+            return None
+        return first_answer(
+            resolved.retry,
             response=None if http is None else (http, parsed),
             attempts=attempts,
             caught_exception=exception,
             request_dict=request_dict,
+            event_name=resolved.names.retry,
+            **kwargs,
         )
-        return self._emit(name, found, kwargs)
 
     def _standard_retry_alone(self, name: str, found: _Handlers) -> bool:
         checked = self._retry_checked.get(name)
@@ -142,6 +139,101 @@ class Hooks:
         alone = len(found) == 1 and _is_standard_retry(found[0])
         self._retry_checked[name] = (found, alone)
         return alone
+
+
+class EventNames(NamedTuple):
+    """One operation's event names, in the order a request emits them."""
+
+    provide: str
+    parameters: str
+    before_call: str
+    before_send: str
+    received: str
+    retry: str
+    after_call: str
+    after_error: str
+
+    @classmethod
+    def of(cls, suffix: str) -> EventNames:
+        """The names for ``<service id>.<operation>``."""
+        return cls(
+            *(
+                f"{event}.{suffix}"
+                for event in (
+                    "provide-client-params",
+                    "before-parameter-build",
+                    "before-call",
+                    "before-send",
+                    "response-received",
+                    "needs-retry",
+                    "after-call",
+                    "after-call-error",
+                )
+            )
+        )
+
+
+#: where ``before-call`` and ``needs-retry`` sit in :class:`EventNames`
+_UNTIL, _RETRY = 2, 5
+
+
+class Resolved(NamedTuple):
+    """One operation's handlers, per event, in the order the emitter would call them."""
+
+    provide: _Handlers
+    parameters: _Handlers
+    before_call: _Handlers
+    before_send: _Handlers
+    received: _Handlers
+    retry: _Handlers
+    after_call: _Handlers
+    after_error: _Handlers
+    #: the events' names (a handler is told the name it is called for)
+    names: EventNames
+    #: ``needs-retry`` has botocore's standard retry handler alone
+    standard_retry: bool
+
+
+def first_answer(handlers: _Handlers, **kwargs: Any) -> Any:
+    """Call every handler, as botocore's ``emit`` does; the first answer not None."""
+    answer = None
+    for handler in handlers:
+        response = handler(**kwargs)
+        if answer is None:
+            answer = response
+    return answer
+
+
+def until_answer(handlers: _Handlers, **kwargs: Any) -> Any:
+    """Call handlers until one answers, as ``emit_until_response`` does; its answer."""
+    for handler in handlers:
+        response = handler(**kwargs)
+        if response is not None:
+            return response
+    return None
+
+
+class _Through:
+    """A stand-in handler that emits the event through the emitter itself.
+
+    Where the handlers cannot be called directly (botocore's debug log is on, the name
+    has an alias, the events are not botocore's classes), one call emits the event as
+    botocore would and answers what it answered.
+    """
+
+    __slots__ = ("events", "name", "until")
+
+    def __init__(self, events: Any, name: str, until: bool) -> None:
+        self.events = events
+        self.name = name
+        self.until = until
+
+    def __call__(self, **kwargs: Any) -> Any:
+        kwargs.pop("event_name", None)
+        if self.until:
+            return self.events.emit_until_response(self.name, **kwargs)[1]
+        responses = self.events.emit(self.name, **kwargs)
+        return next((r for _, r in responses if r is not None), None)
 
 
 def _is_standard_retry(handler: Any) -> bool:

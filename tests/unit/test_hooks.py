@@ -14,7 +14,7 @@ from botocore.exceptions import ConnectionClosedError
 from botocore.retries import standard
 
 from shardmodel.lean.client import Headers, _HttpResponse
-from shardmodel.lean.hooks import Hooks
+from shardmodel.lean.hooks import EventNames, Hooks, first_answer, until_answer
 
 QUERY = "before-call.dynamodb.Query"
 RETRY = "needs-retry.dynamodb.Query"
@@ -42,6 +42,9 @@ def _recorder(log: list[tuple[str, dict[str, Any]]], name: str, answer: Any = No
     return handler
 
 
+NAMES = EventNames.of("dynamodb.Query")
+
+
 def test_handlers_are_called_in_the_emitter_s_order_with_its_arguments(client: Any) -> None:
     events = client.meta.events
     model = client.meta.service_model.operation_model("Query")
@@ -51,34 +54,43 @@ def test_handlers_are_called_in_the_emitter_s_order_with_its_arguments(client: A
     events.register("before-call.dynamodb", _recorder(log, "service"))
     expected = events.emit(QUERY, params={"headers": {}}, model=model, context={})
     through_emitter, log[:] = list(log), []
-    found = Hooks(events).emit(QUERY, params={"headers": {}}, model=model, context={})
+    found = Hooks(events).resolve(NAMES)
+    answer = first_answer(
+        found.before_call, params={"headers": {}}, model=model, context={}, event_name=QUERY
+    )
     assert log == through_emitter
-    assert [(h, r) for h, r in found] == [(h, r) for h, r in expected]
+    assert answer == next(r for _, r in expected if r is not None) == "first"
     assert log[0][1]["event_name"] == QUERY
     log.clear()
     arguments = {"params": {"headers": {}}, "model": model, "context": {}}
-    handler, response = Hooks(events).emit_until_response(QUERY, **arguments)
+    response = until_answer(found.before_call, event_name=QUERY, **arguments)
     assert response == "first"  # and the handlers after it are not called
     assert [name for name, _ in log] == ["specific"]
-    assert (handler, response) == events.emit_until_response(QUERY, **arguments)
-    unanswered = "before-call.dynamodb.Scan"  # botocore's own two handlers, both None
-    assert Hooks(events).emit_until_response(unanswered, **arguments) == (
-        events.emit_until_response(unanswered, **arguments)
-    )
-    assert Hooks(events).emit_until_response("nothing.listens", **arguments) == (None, None)
+    assert response == events.emit_until_response(QUERY, **arguments)[1]
+    scan = Hooks(events).resolve(EventNames.of("dynamodb.Scan"))  # botocore's own two, None
+    unanswered = "before-call.dynamodb.Scan"
+    assert until_answer(scan.before_call, event_name=unanswered, **arguments) is None
+    assert events.emit_until_response(unanswered, **arguments)[1] is None
+    assert until_answer((), **arguments) is None and first_answer((), **arguments) is None
 
 
-def test_registering_and_unregistering_take_effect_at_once(client: Any) -> None:
+def test_an_operation_s_handlers_are_found_once_and_anew_after_a_registration(
+    client: Any,
+) -> None:
     events, hooks = client.meta.events, Hooks(client.meta.events)
     log: list[tuple[str, dict[str, Any]]] = []
-    assert hooks.emit("response-received.dynamodb.Query", context={}) == []
-    assert not hooks.has_handlers("response-received.dynamodb.Query")
+    found = hooks.resolve(NAMES)
+    assert not found.received
+    assert hooks.resolve(NAMES) is found  # kept while botocore keeps its look-up cache
     late = _recorder(log, "late")
-    events.register("response-received.dynamodb.Query", late)
-    assert hooks.has_handlers("response-received.dynamodb.Query")
-    hooks.emit("response-received.dynamodb.Query", context={})
-    events.unregister("response-received.dynamodb.Query", late)
-    hooks.emit("response-received.dynamodb.Query", context={})
+    events.register(NAMES.received, late)
+    found = hooks.resolve(NAMES)
+    assert list(found.received) == [late]
+    first_answer(found.received, context={}, event_name=NAMES.received)
+    events.unregister(NAMES.received, late)
+    found = hooks.resolve(NAMES)
+    assert not found.received
+    first_answer(found.received, context={}, event_name=NAMES.received)
     assert [name for name, _ in log] == ["late"]
 
 
@@ -86,22 +98,34 @@ def test_botocore_s_debug_log_is_written_through_the_emitter(
     client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     model = client.meta.service_model.operation_model("Query")
-    client.meta.events.register(QUERY, lambda **_: None)
+    client.meta.events.register(QUERY, lambda **_: "answered")
+    hooks = Hooks(client.meta.events)
+    hooks.resolve(NAMES)  # found and kept with the log off
     with caplog.at_level(logging.DEBUG, logger="botocore.hooks"):
-        Hooks(client.meta.events).emit(QUERY, params={"headers": {}}, model=model, context={})
+        found = hooks.resolve(NAMES)
+        answer = until_answer(
+            found.before_call, params={"headers": {}}, model=model, context={}, event_name=QUERY
+        )
+    assert answer == "answered"
     assert any("calling handler" in r.getMessage() for r in caplog.records)
 
 
 def test_events_that_are_not_botocore_s_emitter_go_through_their_own_emit() -> None:
-    calls: list[str] = []
+    calls: list[tuple[str, str]] = []
 
     class Events:
         def emit(self, name: str, **kwargs: Any) -> list[Any]:
-            calls.append(name)
-            return [("h", 1)]
+            calls.append(("emit", name))
+            return [("h", None), ("g", 1)]
 
-    assert Hooks(Events()).emit(QUERY) == [("h", 1)]
-    assert calls == [QUERY]
+        def emit_until_response(self, name: str, **kwargs: Any) -> tuple[Any, Any]:
+            calls.append(("until", name))
+            return ("h", 2)
+
+    found = Hooks(Events()).resolve(NAMES)
+    assert first_answer(found.before_send, request=None, event_name=NAMES.before_send) == 1
+    assert until_answer(found.before_call, params={}, event_name=NAMES.before_call) == 2
+    assert calls == [("emit", NAMES.before_send), ("until", NAMES.before_call)]
 
 
 # -- needs-retry -------------------------------------------------------------------------
@@ -172,9 +196,9 @@ def test_the_standard_retry_handler_is_skipped_only_where_its_answer_is_known(
             "request_dict": {"context": {}},
         }
 
-    def outcome(emit: Any) -> Any:
+    def outcome(answer: Any) -> Any:
         try:
-            return [(handler, _kind(r)) for handler, r in emit()]
+            return _kind(answer())
         except Exception as error:  # botocore's checksum check raises on a malformed header
             return type(error)
 
@@ -182,15 +206,23 @@ def test_the_standard_retry_handler_is_skipped_only_where_its_answer_is_known(
         return None if parsed is None else dict(parsed)
 
     hooks = Hooks(client.meta.events)
-    ours = outcome(lambda: hooks.needs_retry(RETRY, http, copy(), exception, 1, **arguments()))
+    found = hooks.resolve(NAMES)
+    ours = outcome(lambda: hooks.retry_delay(found, http, copy(), exception, 1, **arguments()))
     assert len(asked) == (0 if known else 1)
     theirs = outcome(
-        lambda: client.meta.events.emit(
-            RETRY,
-            response=None if http is None else (http, copy()),
-            attempts=1,
-            caught_exception=exception,
-            **arguments(),
+        lambda: next(
+            (
+                r
+                for _, r in client.meta.events.emit(
+                    RETRY,
+                    response=None if http is None else (http, copy()),
+                    attempts=1,
+                    caught_exception=exception,
+                    **arguments(),
+                )
+                if r is not None
+            ),
+            None,
         )
     )
     assert ours == theirs
@@ -203,9 +235,12 @@ def test_another_needs_retry_handler_or_a_later_attempt_asks_the_handlers(
     model = client.meta.service_model.operation_model("Query")
     arguments = {"endpoint": client._endpoint, "operation": model}
     http = _response(200, OK)
-    hooks.needs_retry(RETRY, http, {}, None, 2, {"context": {}}, **arguments)
-    hooks.needs_retry(RETRY, http, {}, None, 1, {"context": {"retries": {}}}, **arguments)
+    found = hooks.resolve(NAMES)
+    hooks.retry_delay(found, http, {}, None, 2, {"context": {}}, **arguments)
+    hooks.retry_delay(found, http, {}, None, 1, {"context": {"retries": {}}}, **arguments)
     assert len(asked) == 2
+    hooks.retry_delay(found, http, {}, None, 1, {"context": {}}, **arguments)
+    assert len(asked) == 2  # the known answer
     client.meta.events.register(RETRY, lambda **_: None)
-    hooks.needs_retry(RETRY, http, {}, None, 1, {"context": {}}, **arguments)
+    hooks.retry_delay(hooks.resolve(NAMES), http, {}, None, 1, {"context": {}}, **arguments)
     assert len(asked) == 3
