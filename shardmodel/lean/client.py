@@ -279,8 +279,8 @@ class LeanClient:
         client = self.client
         operation = self._operations[operation_name]
         names = operation.events
-        found = self.hooks.resolve(names)
         model = operation.model
+        found = self.hooks.resolve(names, model)
         context: dict[str, Any] = {}
         if found.provide:
             replaced = first_answer(

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 from zlib import crc32
 
+from botocore import handlers as botocore_handlers
 from botocore import hooks
 from botocore.retries import standard
 
@@ -75,8 +76,12 @@ class Hooks:
             cache[name] = found
         return found
 
-    def resolve(self, names: EventNames) -> Resolved:
-        """Every event's handlers of one operation, looked up once for a request."""
+    def resolve(self, names: EventNames, model: Any) -> Resolved:
+        """Every event's handlers of one operation, looked up once for a request.
+
+        ``model``: the operation's botocore model; botocore's own handlers that do
+        nothing for it whatever the request (:func:`_idle_for`) are left out.
+        """
         emitter = self._emitter
         if emitter is not None and not hooks.logger.isEnabledFor(logging.DEBUG):
             cache = emitter._lookup_cache
@@ -89,7 +94,9 @@ class Hooks:
                 self._resolved_in = cache
         lists = [self._handlers(name) for name in names]
         handlers: list[_Handlers] = [
-            (_Through(self.events, name, until=index == _UNTIL),) if listed is None else listed
+            (_Through(self.events, name, until=index == _UNTIL),)
+            if listed is None
+            else tuple(handler for handler in listed if not _idle_for(handler, model))
             for index, (name, listed) in enumerate(zip(names, lists, strict=True))
         ]
         retry = lists[_RETRY]
@@ -234,6 +241,26 @@ class _Through:
             return self.events.emit_until_response(self.name, **kwargs)[1]
         responses = self.events.emit(self.name, **kwargs)
         return next((r for _, r in responses if r is not None), None)
+
+
+def _idle_for(handler: Any, model: Any) -> bool:
+    """Whether ``handler`` is one of botocore's own that does nothing for ``model``.
+
+    Each reads only the operation's model to decide: an idempotency token only for an
+    operation with idempotent members, the API version header only for an endpoint
+    discovery operation, the response validation member only for an operation naming
+    one.
+    """
+    if handler is botocore_handlers.generate_idempotent_uuid:
+        return not model.idempotent_members
+    if handler is botocore_handlers.inject_api_version_header_if_needed:
+        return not model.is_endpoint_discovery_operation
+    if handler is getattr(botocore_handlers, "_handle_request_validation_mode_member", _NONE):
+        return model.http_checksum.get("requestValidationModeMember") is None
+    return False
+
+
+_NONE = object()
 
 
 def _is_standard_retry(handler: Any) -> bool:

@@ -43,6 +43,7 @@ def _recorder(log: list[tuple[str, dict[str, Any]]], name: str, answer: Any = No
 
 
 NAMES = EventNames.of("dynamodb.Query")
+QUERY_MODEL = botocore.session.get_session().get_service_model("dynamodb").operation_model("Query")
 
 
 def test_handlers_are_called_in_the_emitter_s_order_with_its_arguments(client: Any) -> None:
@@ -54,7 +55,7 @@ def test_handlers_are_called_in_the_emitter_s_order_with_its_arguments(client: A
     events.register("before-call.dynamodb", _recorder(log, "service"))
     expected = events.emit(QUERY, params={"headers": {}}, model=model, context={})
     through_emitter, log[:] = list(log), []
-    found = Hooks(events).resolve(NAMES)
+    found = Hooks(events).resolve(NAMES, QUERY_MODEL)
     answer = first_answer(
         found.before_call, params={"headers": {}}, model=model, context={}, event_name=QUERY
     )
@@ -67,11 +68,40 @@ def test_handlers_are_called_in_the_emitter_s_order_with_its_arguments(client: A
     assert response == "first"  # and the handlers after it are not called
     assert [name for name, _ in log] == ["specific"]
     assert response == events.emit_until_response(QUERY, **arguments)[1]
-    scan = Hooks(events).resolve(EventNames.of("dynamodb.Scan"))  # botocore's own two, None
+    scan_model = client.meta.service_model.operation_model("Scan")
+    scan = Hooks(events).resolve(EventNames.of("dynamodb.Scan"), scan_model)  # botocore's, None
     unanswered = "before-call.dynamodb.Scan"
     assert until_answer(scan.before_call, event_name=unanswered, **arguments) is None
     assert events.emit_until_response(unanswered, **arguments)[1] is None
     assert until_answer((), **arguments) is None and first_answer((), **arguments) is None
+
+
+@pytest.mark.parametrize("operation", ["Query", "BatchGetItem", "TransactWriteItems", "PutItem"])
+def test_botocore_s_handlers_left_out_would_have_done_nothing(client: Any, operation: str) -> None:
+    events = client.meta.events
+    model = client.meta.service_model.operation_model(operation)
+    names = EventNames.of(f"dynamodb.{operation}")
+    found = Hooks(events).resolve(names, model)
+    kept = {getattr(h, "__name__", None) for h in (*found.parameters, *found.before_call)}
+    assert ("generate_idempotent_uuid" in kept) == bool(model.idempotent_members)
+    assert "inject_api_version_header_if_needed" not in kept
+    for event, kwargs in (
+        ("parameters", lambda: {"params": {"TableName": "t"}}),
+        ("before_call", lambda: {"params": {"headers": {}, "context": {}}}),
+    ):
+        context = {"client_config": client.meta.config}
+        theirs, ours = kwargs(), kwargs()
+        events.emit(getattr(names, event), model=model, context=dict(context), **theirs)
+        first_answer(
+            getattr(found, event),
+            model=model,
+            context=dict(context),
+            event_name=getattr(names, event),
+            **ours,
+        )
+        tokens = [kw["params"].pop("ClientRequestToken", None) for kw in (ours, theirs)]
+        assert (tokens[0] is None) == (tokens[1] is None)  # a random token each
+        assert ours == theirs
 
 
 def test_an_operation_s_handlers_are_found_once_and_anew_after_a_registration(
@@ -79,16 +109,16 @@ def test_an_operation_s_handlers_are_found_once_and_anew_after_a_registration(
 ) -> None:
     events, hooks = client.meta.events, Hooks(client.meta.events)
     log: list[tuple[str, dict[str, Any]]] = []
-    found = hooks.resolve(NAMES)
+    found = hooks.resolve(NAMES, QUERY_MODEL)
     assert not found.received
-    assert hooks.resolve(NAMES) is found  # kept while botocore keeps its look-up cache
+    assert hooks.resolve(NAMES, QUERY_MODEL) is found  # kept while botocore keeps its look-up cache
     late = _recorder(log, "late")
     events.register(NAMES.received, late)
-    found = hooks.resolve(NAMES)
+    found = hooks.resolve(NAMES, QUERY_MODEL)
     assert list(found.received) == [late]
     first_answer(found.received, context={}, event_name=NAMES.received)
     events.unregister(NAMES.received, late)
-    found = hooks.resolve(NAMES)
+    found = hooks.resolve(NAMES, QUERY_MODEL)
     assert not found.received
     first_answer(found.received, context={}, event_name=NAMES.received)
     assert [name for name, _ in log] == ["late"]
@@ -100,9 +130,9 @@ def test_botocore_s_debug_log_is_written_through_the_emitter(
     model = client.meta.service_model.operation_model("Query")
     client.meta.events.register(QUERY, lambda **_: "answered")
     hooks = Hooks(client.meta.events)
-    hooks.resolve(NAMES)  # found and kept with the log off
+    hooks.resolve(NAMES, QUERY_MODEL)  # found and kept with the log off
     with caplog.at_level(logging.DEBUG, logger="botocore.hooks"):
-        found = hooks.resolve(NAMES)
+        found = hooks.resolve(NAMES, QUERY_MODEL)
         answer = until_answer(
             found.before_call, params={"headers": {}}, model=model, context={}, event_name=QUERY
         )
@@ -122,7 +152,7 @@ def test_events_that_are_not_botocore_s_emitter_go_through_their_own_emit() -> N
             calls.append(("until", name))
             return ("h", 2)
 
-    found = Hooks(Events()).resolve(NAMES)
+    found = Hooks(Events()).resolve(NAMES, QUERY_MODEL)
     assert first_answer(found.before_send, request=None, event_name=NAMES.before_send) == 1
     assert until_answer(found.before_call, params={}, event_name=NAMES.before_call) == 2
     assert calls == [("emit", NAMES.before_send), ("until", NAMES.before_call)]
@@ -206,7 +236,7 @@ def test_the_standard_retry_handler_is_skipped_only_where_its_answer_is_known(
         return None if parsed is None else dict(parsed)
 
     hooks = Hooks(client.meta.events)
-    found = hooks.resolve(NAMES)
+    found = hooks.resolve(NAMES, QUERY_MODEL)
     ours = outcome(lambda: hooks.retry_delay(found, http, copy(), exception, 1, **arguments()))
     assert len(asked) == (0 if known else 1)
     theirs = outcome(
@@ -235,12 +265,14 @@ def test_another_needs_retry_handler_or_a_later_attempt_asks_the_handlers(
     model = client.meta.service_model.operation_model("Query")
     arguments = {"endpoint": client._endpoint, "operation": model}
     http = _response(200, OK)
-    found = hooks.resolve(NAMES)
+    found = hooks.resolve(NAMES, QUERY_MODEL)
     hooks.retry_delay(found, http, {}, None, 2, {"context": {}}, **arguments)
     hooks.retry_delay(found, http, {}, None, 1, {"context": {"retries": {}}}, **arguments)
     assert len(asked) == 2
     hooks.retry_delay(found, http, {}, None, 1, {"context": {}}, **arguments)
     assert len(asked) == 2  # the known answer
     client.meta.events.register(RETRY, lambda **_: None)
-    hooks.retry_delay(hooks.resolve(NAMES), http, {}, None, 1, {"context": {}}, **arguments)
+    hooks.retry_delay(
+        hooks.resolve(NAMES, QUERY_MODEL), http, {}, None, 1, {"context": {}}, **arguments
+    )
     assert len(asked) == 3
