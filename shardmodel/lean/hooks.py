@@ -24,6 +24,7 @@ through the handlers as before.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 from zlib import crc32
@@ -96,7 +97,11 @@ class Hooks:
         handlers: list[_Handlers] = [
             (_Through(self.events, name, until=index == _UNTIL),)
             if listed is None
-            else tuple(handler for handler in listed if not _idle_for(handler, model))
+            else tuple(
+                _RECURSION_HEADER.get(handler, handler)
+                for handler in listed
+                if not _idle_for(handler, model)
+            )
             for index, (name, listed) in enumerate(zip(names, lists, strict=True))
         ]
         retry = lists[_RETRY]
@@ -261,6 +266,35 @@ def _idle_for(handler: Any, model: Any) -> bool:
 
 
 _NONE = object()
+
+#: ``os.environ``'s own store and the encoded name of the variable botocore asks first
+_ENVIRON: Any = getattr(os.environ, "_data", None)
+_LAMBDA: Any = (
+    os.environ.encodekey("AWS_LAMBDA_FUNCTION_NAME")
+    if _ENVIRON is not None and hasattr(os.environ, "encodekey")
+    else None
+)
+
+
+def _recursion_header(**kwargs: Any) -> Any:
+    """botocore's ``add_recursion_detection_header``, asked only inside AWS Lambda.
+
+    It adds a trace header when ``AWS_LAMBDA_FUNCTION_NAME`` is set (and a trace id):
+    outside Lambda it does nothing, which one look-up in the environment's own store
+    tells (the mapping's ``in`` raises and catches a ``KeyError`` for a missing name,
+    twice a request in botocore's handler). The environment is read on every request.
+    """
+    if _LAMBDA is not None and _LAMBDA not in _ENVIRON:
+        return None
+    return botocore_handlers.add_recursion_detection_header(**kwargs)
+
+
+#: botocore's handlers called through a cheaper stand-in that does the same
+_RECURSION_HEADER: dict[Any, Any] = (
+    {botocore_handlers.add_recursion_detection_header: _recursion_header}
+    if _LAMBDA is not None
+    else {}
+)
 
 
 def _is_standard_retry(handler: Any) -> bool:

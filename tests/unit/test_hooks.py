@@ -104,6 +104,32 @@ def test_botocore_s_handlers_left_out_would_have_done_nothing(client: Any, opera
         assert ours == theirs
 
 
+def test_the_recursion_header_is_added_inside_lambda_as_botocore_adds_it(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in for botocore's handler reads the environment on every request."""
+    events = client.meta.events
+    found = Hooks(events).resolve(NAMES, QUERY_MODEL)  # before the variables are set
+
+    def headers() -> tuple[dict[str, str], dict[str, str]]:
+        ours: dict[str, Any] = {"headers": {}}
+        theirs: dict[str, Any] = {"headers": {}}
+        until_answer(
+            found.before_call, params=ours, model=QUERY_MODEL, context={}, event_name=QUERY
+        )
+        events.emit_until_response(QUERY, params=theirs, model=QUERY_MODEL, context={})
+        return ours["headers"], theirs["headers"]
+
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793")
+    assert headers() == ({}, {})
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "handler")
+    ours, theirs = headers()
+    assert ours == theirs and "X-Amzn-Trace-Id" in ours
+    monkeypatch.delenv("_X_AMZN_TRACE_ID")
+    assert headers() == ({}, {})
+
+
 def test_an_operation_s_handlers_are_found_once_and_anew_after_a_registration(
     client: Any,
 ) -> None:
