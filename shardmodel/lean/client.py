@@ -41,7 +41,14 @@ from attrs import field, frozen
 
 from shardmodel.core.bridge import sleep
 from shardmodel.lean.fastparse import parse_body
-from shardmodel.lean.hooks import EventNames, Hooks, Resolved, first_answer, until_answer
+from shardmodel.lean.hooks import (
+    EventNames,
+    Hooks,
+    Resolved,
+    first_answer,
+    quiet_send,
+    until_answer,
+)
 from shardmodel.lean.http import HttpPool
 from shardmodel.lean.sigv4 import Signer
 
@@ -332,13 +339,17 @@ class LeanClient:
                 else:
                     headers.update(sent)
                 dict.update(headers, self.signer.sign({"host": authority, **headers}, body))
-                request = AWSPreparedRequest(
-                    "POST", self.url, headers, body, stream_output=False, context=context
+                request = (
+                    None
+                    if quiet_send(found)
+                    else AWSPreparedRequest(
+                        "POST", self.url, headers, body, stream_output=False, context=context
+                    )
                 )
                 exception: Exception | None = None
                 http = parsed = None
                 try:
-                    http, parsed = self._attempt(operation, found, request, attempts)
+                    http, parsed = self._attempt(operation, found, request, headers, body, attempts)
                 except Exception as error:
                     exception = error
                 if found.received:
@@ -388,30 +399,43 @@ class LeanClient:
         return result
 
     def _attempt(
-        self, operation: _Operation, found: Resolved, request: Any, attempts: int
+        self,
+        operation: _Operation,
+        found: Resolved,
+        request: Any,
+        headers: Headers,
+        body: bytes,
+        attempts: int,
     ) -> tuple[Any, dict[str, Any]]:
-        """One attempt: a hook's answer or the server's, parsed as botocore parses it."""
+        """One attempt: a hook's answer or the server's, parsed as botocore parses it.
+
+        ``request``: the ``AWSPreparedRequest`` of ``headers`` and ``body`` that
+        ``before-send`` carries (None: that event would do nothing, see ``quiet_send``).
+        """
         model = operation.model
-        http: Any = first_answer(
-            found.before_send, request=request, event_name=operation.events.before_send
-        )
+        http: Any = None
+        if request is not None:
+            http = first_answer(
+                found.before_send, request=request, event_name=operation.events.before_send
+            )
+            headers, body = request.headers, request.body  # as the handlers left them
         if http is None:
-            sent = self.pool.post(request.headers, request.body)
-            headers = _headers()
-            dict.update(headers, sent.headers)  # already lower case
-            http = _HttpResponse(self.url, sent.status, headers, sent.body)
+            sent = self.pool.post(headers, body)
+            received = _headers()
+            dict.update(received, sent.headers)  # already lower case
+            http = _HttpResponse(self.url, sent.status, received, sent.body)
         else:
             self._answered_here()
-            headers = Headers(http.headers)
-        body = http.content
+            received = Headers(http.headers)
+        content = http.content
         if 200 <= http.status_code < 300:
-            parsed = parse_body(model.output_shape, body, _loads)
+            parsed = parse_body(model.output_shape, content, _loads)
             if parsed is not None:
                 metadata: dict[str, Any] = {}
-                if "x-amzn-requestid" in headers:
-                    metadata["RequestId"] = headers["x-amzn-requestid"]
+                if "x-amzn-requestid" in received:
+                    metadata["RequestId"] = received["x-amzn-requestid"]
                 metadata["HTTPStatusCode"] = http.status_code
-                metadata["HTTPHeaders"] = dict(headers)
+                metadata["HTTPHeaders"] = dict(received)
                 metadata["RetryAttempts"] = attempts - 1
                 parsed["ResponseMetadata"] = metadata
                 return http, parsed

@@ -32,8 +32,9 @@ from zlib import crc32
 from botocore import handlers as botocore_handlers
 from botocore import hooks
 from botocore.retries import standard
+from pynamodb.connection.base import Connection
 
-__all__ = ["EventNames", "Hooks", "Resolved", "first_answer", "until_answer"]
+__all__ = ["EventNames", "Hooks", "Resolved", "first_answer", "quiet_send", "until_answer"]
 
 _Handlers = Sequence[Any]
 
@@ -106,7 +107,9 @@ class Hooks:
         ]
         retry = lists[_RETRY]
         standard = retry is not None and self._standard_retry_alone(names.retry, retry)
-        resolved = Resolved._make([*handlers, names, standard])
+        adders = [_extra_headers_of(handler) for handler in handlers[_SEND]]
+        quiet = None if any(a is None for a in adders) else tuple(adders)
+        resolved = Resolved._make([*handlers, names, standard, quiet])
         if all(listed is not None for listed in lists):  # else asked anew each time
             self._resolved[names] = resolved
         return resolved
@@ -185,8 +188,8 @@ class EventNames(NamedTuple):
         )
 
 
-#: where ``before-call`` and ``needs-retry`` sit in :class:`EventNames`
-_UNTIL, _RETRY = 2, 5
+#: where ``before-call``, ``before-send`` and ``needs-retry`` sit in :class:`EventNames`
+_UNTIL, _SEND, _RETRY = 2, 3, 5
 
 
 class Resolved(NamedTuple):
@@ -204,6 +207,10 @@ class Resolved(NamedTuple):
     names: EventNames
     #: ``needs-retry`` has botocore's standard retry handler alone
     standard_retry: bool
+    #: every ``before-send`` handler is PynamoDB's, which adds its connection's extra
+    #: headers: those connections (the event changes nothing while none has any); None
+    #: where another handler listens
+    send_adders: tuple[Any, ...] | None
 
 
 def first_answer(handlers: _Handlers, **kwargs: Any) -> Any:
@@ -295,6 +302,32 @@ _RECURSION_HEADER: dict[Any, Any] = (
     if _LAMBDA is not None
     else {}
 )
+
+
+def quiet_send(resolved: Resolved) -> bool:
+    """Whether emitting ``before-send`` now would change nothing and answer nothing.
+
+    True when its only handlers are PynamoDB's and none of their connections has extra
+    headers to add (read now: a connection's may change): the request object the event
+    carries need not be built.
+    """
+    adders = resolved.send_adders
+    if adders is None:
+        return False
+    for connection in adders:  # noqa: SIM110 - no generator a request
+        if connection._extra_headers is not None:
+            return False
+    return True
+
+
+def _extra_headers_of(handler: Any) -> Any:
+    """The PynamoDB connection of a ``before-send`` handler that is its ``_before_send``."""
+    if getattr(handler, "__func__", None) is not _PYNAMODB_BEFORE_SEND:
+        return None
+    return handler.__self__
+
+
+_PYNAMODB_BEFORE_SEND = getattr(Connection, "_before_send", _NONE)
 
 
 def _is_standard_retry(handler: Any) -> bool:

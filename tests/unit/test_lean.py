@@ -916,6 +916,28 @@ def test_a_switch_that_is_not_a_bool_is_refused(monkeypatch: pytest.MonkeyPatch)
         list(RandomEvent.query("ln"))
 
 
+@pytest.mark.usefixtures("codec")
+def test_a_connection_s_extra_headers_are_sent_as_botocore_sends_them() -> None:
+    """PynamoDB's before-send handler adds them: read on every request, not once."""
+    empty = {"Items": [], "Count": 0, "ScannedCount": 0}
+    sent: dict[bool, list[str | None]] = {}
+    for lean in (False, True):
+        server = Script([reply(200, empty)] * 2)
+        connection = _connection(server.url, lean)
+        origin = connection._origin if lean else connection
+        origin._client.meta.events.register_first("before-send.*.*", origin._before_send)
+        try:
+            origin._extra_headers = {"X-Extra": "yes"}
+            _query(connection)
+            origin._extra_headers = None
+            _query(connection)
+        finally:
+            _close(connection)
+            server.close()
+        sent[lean] = [headers.get("x-extra") for headers, _ in server.requests]
+    assert sent[True] == sent[False] == ["yes", None]
+
+
 @pytest.mark.usefixtures("tables")
 @pytest.mark.usefixtures("codec")
 def test_every_lean_request_passes_botocore_s_events() -> None:
