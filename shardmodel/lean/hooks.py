@@ -56,10 +56,10 @@ class Hooks:
         #: per event name: the handler list last checked, and whether it is the
         #: standard retry handler alone
         self._retry_checked: dict[str, tuple[_Handlers, bool]] = {}
-        #: per operation's event names: its handlers, valid while botocore keeps the
-        #: look-up cache they were found in (it makes a new one on every registration)
-        self._resolved: dict[EventNames, Resolved] = {}
-        self._resolved_in: Any = None
+        #: per operation's event names: botocore's look-up cache when its handlers were
+        #: found, and them; valid while botocore keeps that cache (it makes a new one on
+        #: every registration), whichever thread found them
+        self._resolved: dict[EventNames, tuple[Any, Resolved]] = {}
 
     def _handlers(self, name: str) -> _Handlers | None:
         """The handlers botocore's emitter would call for ``name`` (None: ask the emitter)."""
@@ -85,24 +85,17 @@ class Hooks:
         nothing for it whatever the request (:func:`_idle_for`) are left out.
         """
         emitter = self._emitter
+        cache = None
         if emitter is not None and not hooks.logger.isEnabledFor(logging.DEBUG):
             cache = emitter._lookup_cache
-            if cache is self._resolved_in:
-                found = self._resolved.get(names)
-                if found is not None:
-                    return found
-            else:
-                self._resolved.clear()
-                self._resolved_in = cache
+            kept = self._resolved.get(names)
+            if kept is not None and kept[0] is cache:
+                return kept[1]
         lists = [self._handlers(name) for name in names]
         handlers: list[_Handlers] = [
             (_Through(self.events, name, until=index == _UNTIL),)
             if listed is None
-            else tuple(
-                _RECURSION_HEADER.get(handler, handler)
-                for handler in listed
-                if not _idle_for(handler, model)
-            )
+            else tuple(_stand_in(handler) for handler in listed if not _idle_for(handler, model))
             for index, (name, listed) in enumerate(zip(names, lists, strict=True))
         ]
         retry = lists[_RETRY]
@@ -110,8 +103,10 @@ class Hooks:
         adders = [_extra_headers_of(handler) for handler in handlers[_SEND]]
         quiet = None if any(a is None for a in adders) else tuple(adders)
         resolved = Resolved._make([*handlers, names, standard, quiet])
-        if all(listed is not None for listed in lists):  # else asked anew each time
-            self._resolved[names] = resolved
+        if cache is not None and all(listed is not None for listed in lists):
+            # kept with the look-up cache read before the lists: lists found after a
+            # registration are newer than it, never older (else asked anew each time)
+            self._resolved[names] = (cache, resolved)
         return resolved
 
     def retry_delay(
@@ -296,12 +291,12 @@ def _recursion_header(**kwargs: Any) -> Any:
     return botocore_handlers.add_recursion_detection_header(**kwargs)
 
 
-#: botocore's handlers called through a cheaper stand-in that does the same
-_RECURSION_HEADER: dict[Any, Any] = (
-    {botocore_handlers.add_recursion_detection_header: _recursion_header}
-    if _LAMBDA is not None
-    else {}
-)
+def _stand_in(handler: Any) -> Any:
+    """``handler``, or a cheaper stand-in that does the same (compared by identity: a
+    user's handler need not be hashable)."""
+    if handler is botocore_handlers.add_recursion_detection_header and _LAMBDA is not None:
+        return _recursion_header
+    return handler
 
 
 def quiet_send(resolved: Resolved) -> bool:

@@ -90,7 +90,8 @@ def test_botocore_s_handlers_left_out_would_have_done_nothing(client: Any, opera
         ("before_call", lambda: {"params": {"headers": {}, "context": {}}}),
     ):
         context = {"client_config": client.meta.config}
-        theirs, ours = kwargs(), kwargs()
+        theirs: dict[str, Any] = kwargs()
+        ours: dict[str, Any] = kwargs()
         events.emit(getattr(names, event), model=model, context=dict(context), **theirs)
         first_answer(
             getattr(found, event),
@@ -128,6 +129,21 @@ def test_the_recursion_header_is_added_inside_lambda_as_botocore_adds_it(
     assert ours == theirs and "X-Amzn-Trace-Id" in ours
     monkeypatch.delenv("_X_AMZN_TRACE_ID")
     assert headers() == ({}, {})
+
+
+def test_a_handler_need_not_be_hashable(client: Any) -> None:
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Unhashable)
+
+        def __call__(self, **kwargs: Any) -> str:
+            return "answered"
+
+    client.meta.events.register(QUERY, Unhashable())
+    found = Hooks(client.meta.events).resolve(NAMES, QUERY_MODEL)
+    assert until_answer(found.before_call, params={"headers": {}}, event_name=QUERY) == "answered"
 
 
 def test_an_operation_s_handlers_are_found_once_and_anew_after_a_registration(
