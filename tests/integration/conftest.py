@@ -8,12 +8,13 @@ session fixtures are per worker, so workers never share a table.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import botocore.session
 import pytest
+from pynamodb.models import Model
 
 from shardmodel.testing import (
     bind_models,
@@ -97,7 +98,15 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     try:
         yield str(request.param)
     finally:
-        bind_models(ALL_MODELS, host=None)
+        unbind(ALL_MODELS)
+
+
+def unbind(models: Iterable[type[Model]]) -> None:
+    """Point models back at AWS (or moto in-process) without the servers' keys.
+
+    A later test on the same worker that relies on no credentials then finds none.
+    """
+    bind_models(models, host=None, aws_access_key_id=None, aws_secret_access_key=None)
 
 
 #: A client of each server (by URL) on which this worker has made every test table.

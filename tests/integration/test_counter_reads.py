@@ -14,7 +14,7 @@ from decimal import Decimal
 import pytest
 
 from shardmodel.testing import bind_models
-from tests.integration.conftest import CREDENTIALS
+from tests.integration.conftest import CREDENTIALS, unbind
 from tests.unit import test_counter_reads as cases
 
 CASES: list[Callable[[], None]] = [
@@ -49,4 +49,4 @@ def test_index_reads_never_show_partial_counters_on_servers(
     try:
         cases.test_index_reads_of_a_counter_model_never_show_partial_counters()
     finally:
-        bind_models([cases.TitledViews], host=None)
+        unbind([cases.TitledViews])

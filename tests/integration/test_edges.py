@@ -19,7 +19,7 @@ from pynamodb.exceptions import DeleteError, GetError, QueryError, ScanError
 from shardmodel import CursorError, HashShards, ShardedKeyAttribute, ShardedModel, ShardKeyError
 from shardmodel.errors import QueryValidationError
 from shardmodel.testing import bind_models, create_tables, drop_tables
-from tests.integration.conftest import CREDENTIALS
+from tests.integration.conftest import CREDENTIALS, unbind
 from tests.models import HashedEvent, PlainEvent, PlainReading, RandomEvent, SeriesReading
 from tests.support import cursor_payload, sent_requests, signed_cursor
 
@@ -259,6 +259,7 @@ def own_tables(backend: str, request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         drop_tables(models)
+        unbind(models)
 
 
 @pytest.mark.usefixtures("own_tables")

@@ -6,7 +6,7 @@ import pytest
 
 from shardmodel.testing import bind_models
 from tests.filter_cases import Doc, check_filters
-from tests.integration.conftest import CREDENTIALS
+from tests.integration.conftest import CREDENTIALS, unbind
 
 
 def test_filters_match_the_servers(backend: str, request: pytest.FixtureRequest) -> None:
@@ -14,4 +14,4 @@ def test_filters_match_the_servers(backend: str, request: pytest.FixtureRequest)
     try:
         check_filters()
     finally:
-        bind_models([Doc], host=None)
+        unbind([Doc])

@@ -21,7 +21,7 @@ from shardmodel import OrderedShards
 from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, create_tables, drop_tables, dynalite_server
-from tests.integration.conftest import CREDENTIALS, DYNALITE
+from tests.integration.conftest import CREDENTIALS, DYNALITE, unbind
 from tests.migration_models import (
     CLICK_HASH,
     MIGRATION_MODELS,
@@ -107,7 +107,7 @@ def _bound(url: str, name: str) -> Iterator[str]:
             if state.exists():
                 state.delete_table()
         drop_tables(MIGRATION_MODELS)
-        bind_models(MIGRATION_MODELS, host=None)
+        unbind(MIGRATION_MODELS)
 
 
 class InFlight:
@@ -702,7 +702,7 @@ def test_random_shards_swapped_for_hash_shards_through_every_phase(server: str) 
             )
     finally:
         unfollow(ClickHashed)
-        bind_models([ClickHashed], host=None)
+        unbind([ClickHashed])
 
 
 @pytest.mark.xfail(strict=True, reason="moto checks a condition and writes without a lock")

@@ -16,7 +16,7 @@ from shardmodel import DynamicShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.cli import main
 from shardmodel.ops import TableThrottlePolicy
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, drop_tables
-from tests.integration.conftest import CREDENTIALS
+from tests.integration.conftest import CREDENTIALS, unbind
 from tests.models import DynamicEvent
 from tests.support import error_line
 
@@ -46,7 +46,7 @@ def budget(backend: str, request: pytest.FixtureRequest) -> Iterator[type[Budget
     create_tables([Budget])
     yield Budget
     drop_tables([Budget])
-    bind_models([Budget], host=None)
+    unbind([Budget])
 
 
 def _throttle(reason: str) -> ClientError:

@@ -144,9 +144,6 @@ def test_a_local_endpoint_without_credentials_is_told_how_to_give_some(
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-    for name in ("aws_access_key_id", "aws_secret_access_key", "aws_session_token"):
-        # an integration test earlier on this worker bound the model with its keys
-        monkeypatch.setattr(DynamicEvent.Meta, name, None, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
