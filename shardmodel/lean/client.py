@@ -47,6 +47,7 @@ from shardmodel.lean.hooks import (
     Resolved,
     first_answer,
     quiet_send,
+    retry_delay,
     until_answer,
 )
 from shardmodel.lean.http import HttpPool
@@ -361,7 +362,7 @@ class LeanClient:
                         exception=exception,
                         event_name=names.received,
                     )
-                delay = self.hooks.retry_delay(
+                delay = retry_delay(
                     found,
                     http,
                     parsed,

@@ -13,7 +13,7 @@ would, without building the list of every response. Where the emitter must be as
 (botocore's debug log is on, an event name has an alias, the client's events are not
 botocore's own classes), an event's list holds one stand-in that asks it.
 
-:meth:`Hooks.retry_delay` also knows one answer without asking: botocore's standard
+:func:`retry_delay` also knows one answer without asking: botocore's standard
 retry handler never retries a first-try 2xx response whose body matches its
 ``x-amz-crc32`` checksum (no error code, no exception; every standard checker says no
 and none has a side effect then), so it is not called for one. Any other handler on
@@ -34,7 +34,15 @@ from botocore import hooks
 from botocore.retries import standard
 from pynamodb.connection.base import Connection
 
-__all__ = ["EventNames", "Hooks", "Resolved", "first_answer", "quiet_send", "until_answer"]
+__all__ = [
+    "EventNames",
+    "Hooks",
+    "Resolved",
+    "first_answer",
+    "quiet_send",
+    "retry_delay",
+    "until_answer",
+]
 
 _Handlers = Sequence[Any]
 
@@ -53,9 +61,6 @@ class Hooks:
         )
         self._emitter: Any = emitter if direct else None
         self._unaliased: dict[str, bool] = {}
-        #: per event name: the handler list last checked, and whether it is the
-        #: standard retry handler alone
-        self._retry_checked: dict[str, tuple[_Handlers, bool]] = {}
         #: per operation's event names: botocore's look-up cache when its handlers were
         #: found, and them; valid while botocore keeps that cache (it makes a new one on
         #: every registration), whichever thread found them
@@ -99,7 +104,7 @@ class Hooks:
             for index, (name, listed) in enumerate(zip(names, lists, strict=True))
         ]
         retry = lists[_RETRY]
-        standard = retry is not None and self._standard_retry_alone(names.retry, retry)
+        standard = retry is not None and len(retry) == 1 and _is_standard_retry(retry[0])
         adders = [_extra_headers_of(handler) for handler in handlers[_SEND]]
         quiet = None if any(a is None for a in adders) else tuple(adders)
         resolved = Resolved._make([*handlers, names, standard, quiet])
@@ -108,47 +113,6 @@ class Hooks:
             # registration are newer than it, never older (else asked anew each time)
             self._resolved[names] = (cache, resolved)
         return resolved
-
-    def retry_delay(
-        self,
-        resolved: Resolved,
-        http: Any,
-        parsed: Any,
-        exception: Exception | None,
-        attempts: int,
-        request_dict: dict[str, Any],
-        **kwargs: Any,
-    ) -> Any:
-        """The ``needs-retry`` answer (a delay, or None or False: no retry).
-
-        Not asked of botocore's standard retry handler alone where its answer is known
-        (see the module). ``kwargs``: the event's other arguments.
-        """
-        if (
-            resolved.standard_retry
-            and attempts == 1
-            and exception is None
-            and "retries" not in request_dict["context"]
-            and _clean_success(http, parsed)
-        ):
-            return None
-        return first_answer(
-            resolved.retry,
-            response=None if http is None else (http, parsed),
-            attempts=attempts,
-            caught_exception=exception,
-            request_dict=request_dict,
-            event_name=resolved.names.retry,
-            **kwargs,
-        )
-
-    def _standard_retry_alone(self, name: str, found: _Handlers) -> bool:
-        checked = self._retry_checked.get(name)
-        if checked is not None and checked[0] is found:
-            return checked[1]
-        alone = len(found) == 1 and _is_standard_retry(found[0])
-        self._retry_checked[name] = (found, alone)
-        return alone
 
 
 class EventNames(NamedTuple):
@@ -227,6 +191,39 @@ def until_answer(handlers: _Handlers, **kwargs: Any) -> Any:
     return None
 
 
+def retry_delay(
+    resolved: Resolved,
+    http: Any,
+    parsed: Any,
+    exception: Exception | None,
+    attempts: int,
+    request_dict: dict[str, Any],
+    **kwargs: Any,
+) -> Any:
+    """The ``needs-retry`` answer (a delay, or None or False: no retry).
+
+    Not asked of botocore's standard retry handler alone where its answer is known
+    (see the module). ``kwargs``: the event's other arguments.
+    """
+    if (
+        resolved.standard_retry
+        and attempts == 1
+        and exception is None
+        and "retries" not in request_dict["context"]
+        and _clean_success(http, parsed)
+    ):
+        return None
+    return first_answer(
+        resolved.retry,
+        response=None if http is None else (http, parsed),
+        attempts=attempts,
+        caught_exception=exception,
+        request_dict=request_dict,
+        event_name=resolved.names.retry,
+        **kwargs,
+    )
+
+
 class _Through:
     """A stand-in handler that emits the event through the emitter itself.
 
@@ -286,7 +283,7 @@ def _recursion_header(**kwargs: Any) -> Any:
     tells (the mapping's ``in`` raises and catches a ``KeyError`` for a missing name,
     twice a request in botocore's handler). The environment is read on every request.
     """
-    if _LAMBDA is not None and _LAMBDA not in _ENVIRON:
+    if _LAMBDA not in _ENVIRON:  # chosen as the stand-in only where _LAMBDA is known
         return None
     return botocore_handlers.add_recursion_detection_header(**kwargs)
 

@@ -14,7 +14,14 @@ from botocore.exceptions import ConnectionClosedError
 from botocore.retries import standard
 
 from shardmodel.lean.client import Headers, _HttpResponse
-from shardmodel.lean.hooks import EventNames, Hooks, first_answer, until_answer
+from shardmodel.lean.hooks import (
+    EventNames,
+    Hooks,
+    _is_standard_retry,
+    first_answer,
+    retry_delay,
+    until_answer,
+)
 
 QUERY = "before-call.dynamodb.Query"
 RETRY = "needs-retry.dynamodb.Query"
@@ -279,7 +286,7 @@ def test_the_standard_retry_handler_is_skipped_only_where_its_answer_is_known(
 
     hooks = Hooks(client.meta.events)
     found = hooks.resolve(NAMES, QUERY_MODEL)
-    ours = outcome(lambda: hooks.retry_delay(found, http, copy(), exception, 1, **arguments()))
+    ours = outcome(lambda: retry_delay(found, http, copy(), exception, 1, **arguments()))
     assert len(asked) == (0 if known else 1)
     theirs = outcome(
         lambda: next(
@@ -308,13 +315,23 @@ def test_another_needs_retry_handler_or_a_later_attempt_asks_the_handlers(
     arguments = {"endpoint": client._endpoint, "operation": model}
     http = _response(200, OK)
     found = hooks.resolve(NAMES, QUERY_MODEL)
-    hooks.retry_delay(found, http, {}, None, 2, {"context": {}}, **arguments)
-    hooks.retry_delay(found, http, {}, None, 1, {"context": {"retries": {}}}, **arguments)
+    retry_delay(found, http, {}, None, 2, {"context": {}}, **arguments)
+    retry_delay(found, http, {}, None, 1, {"context": {"retries": {}}}, **arguments)
     assert len(asked) == 2
-    hooks.retry_delay(found, http, {}, None, 1, {"context": {}}, **arguments)
+    retry_delay(found, http, {}, None, 1, {"context": {}}, **arguments)
     assert len(asked) == 2  # the known answer
     client.meta.events.register(RETRY, lambda **_: None)
-    hooks.retry_delay(
-        hooks.resolve(NAMES, QUERY_MODEL), http, {}, None, 1, {"context": {}}, **arguments
-    )
+    retry_delay(hooks.resolve(NAMES, QUERY_MODEL), http, {}, None, 1, {"context": {}}, **arguments)
     assert len(asked) == 3
+
+
+def test_a_handler_after_the_standard_retry_handler_asks_it_too(
+    asked: list[int], client: Any
+) -> None:
+    """The standard handler first in the list is not enough: it must be alone."""
+    client.meta.events.register_last("needs-retry", lambda **_: None)  # called after it
+    found = Hooks(client.meta.events).resolve(NAMES, QUERY_MODEL)
+    assert _is_standard_retry(found.retry[0])
+    arguments = {"endpoint": client._endpoint, "operation": QUERY_MODEL}
+    retry_delay(found, _response(200, OK), {}, None, 1, {"context": {}}, **arguments)
+    assert len(asked) == 1
