@@ -101,12 +101,13 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
         unbind(ALL_MODELS)
 
 
-def unbind(models: Iterable[type[Model]]) -> None:
+def unbind(models: Iterable[type[Model]], **meta: Any) -> None:
     """Point models back at AWS (or moto in-process) without the servers' keys.
 
     A later test on the same worker that relies on no credentials then finds none.
+    ``meta``: other ``Meta`` fields to set back, e.g. ``region``.
     """
-    bind_models(models, host=None, aws_access_key_id=None, aws_secret_access_key=None)
+    bind_models(models, host=None, aws_access_key_id=None, aws_secret_access_key=None, **meta)
 
 
 #: A client of each server (by URL) on which this worker has made every test table.

@@ -18,6 +18,7 @@ from shardmodel.dynamic.directory import ShardDirectory
 from shardmodel.dynamic.metadata import HistoryEntry, ShardMetadata
 from shardmodel.engine import sharding_of
 from shardmodel.testing import bind_models, create_tables, drop_tables
+from tests.integration.conftest import CREDENTIALS, unbind
 from tests.models import DYNAMIC_CHANGES, DynamicEvent, DynamicViews
 from tests.support import raw_items, run_threads
 
@@ -354,13 +355,7 @@ class OperatorProcess(ShardedModel):
 
 def _bind(models: list[type[ShardedModel]], host: str | None, region: str) -> None:
     """Point extra models (not in ALL_MODELS) at an endpoint, as the backend fixture does."""
-    bind_models(
-        models,
-        host=host,
-        region=region,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    bind_models(models, host=host, **{**CREDENTIALS, "region": region})
 
 
 def test_a_compaction_moves_items_written_with_a_cached_pre_shrink_count(
@@ -406,7 +401,7 @@ def test_a_compaction_moves_items_written_with_a_cached_pre_shrink_count(
         assert [e.timestamp for e in OperatorProcess.query(key)] == expected
         assert OperatorProcess.count(key) == len(expected)
     finally:
-        _bind(processes, None, "us-east-1")
+        unbind(processes, region="us-east-1")
 
 
 def test_rebinding_forgets_counts_cached_from_the_old_endpoint(moto_url: str) -> None:
@@ -436,4 +431,4 @@ def test_rebinding_forgets_counts_cached_from_the_old_endpoint(moto_url: str) ->
         for region in regions:
             _bind(processes, moto_url, region)
             drop_tables(processes)
-        _bind(processes, None, "us-east-1")
+        unbind(processes, region="us-east-1")
