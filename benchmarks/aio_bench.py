@@ -80,6 +80,7 @@ from benchmarks.query_bench import (
 from benchmarks.wire_delay import delayed_endpoint
 from shardmodel import ShardedModel
 from shardmodel.core.bridge import await_, call, sleep
+from shardmodel.lean import nonblocking
 from shardmodel.lean.aio import async_client
 from shardmodel.testing import bind_models, create_tables, dynalite_server
 
@@ -95,6 +96,7 @@ FRESH_RUNS = 5
 class _LoopWire(_Wire):
     """The query bench's wire, its round trip slept without blocking an event loop."""
 
+    @nonblocking  # inside an async call (or on a sync read's loop) a sleep of that call
     def _delay(self, **kwargs: Any) -> None:
         if self.delaying:
             sleep(self.latency)
@@ -180,6 +182,21 @@ def _sync(model: type[Model]) -> Run:
     return run
 
 
+def _sync_threads(model: type[Model]) -> Run:
+    """The sync read with its shard requests on the shared worker threads (as before the
+    thread's kept loop; ``SHARDMODEL_SYNC_FANOUT=threads``)."""
+    read = _sync(model)
+
+    def run() -> list[int]:
+        os.environ["SHARDMODEL_SYNC_FANOUT"] = "threads"
+        try:
+            return read()
+        finally:
+            del os.environ["SHARDMODEL_SYNC_FANOUT"]
+
+    return run
+
+
 def _to_thread(runner: asyncio.Runner, model: type[Model]) -> Timed:
     """The sync read from a coroutine on the loop's thread pool: what users do today."""
     sync = _sync(model)
@@ -261,7 +278,8 @@ def _concurrency(
     for pool in client.pools():
         pool.peak_open = pool.open
     on_loop = timed(lambda: runner.run(many()))
-    (pool,) = client.pools()  # the model's, on the runner's loop
+    loop = runner.get_loop()
+    (pool,) = [p for p in client.pools() if p.loop is loop]  # the model's, on that loop
     peak, bound = pool.peak_open, pool.max_connections
     sync = _sync(model)
     with ThreadPoolExecutor(10, thread_name_prefix="bench-sync-readers") as threads:
@@ -414,7 +432,7 @@ def _print_curve(rows: Sequence[Row], title: str) -> dict[tuple[int | None, str]
         s = r.sample
         where = "-" if r.shards is None else str(r.shards)
         versus = ""
-        if r.variant in ("async", "loop per read"):
+        if r.variant in ("async", "loop per read", "sync on threads"):
             versus = f"{s.cpu / by[(r.shards, 'sync')].cpu:>16.2f}"
         print(
             f"{where:>6}  {r.variant:<18}{s.requests:>9}{s.items_read:>11}{s.wall * 1e3:>9.1f}"
@@ -545,6 +563,8 @@ def _run() -> None:
         ]
         for n, model in layouts.items():
             variants += [(n, "sync", _timed(_sync(model))), (n, "async", _async(runner, model))]
+            if n in (TARGET_SHARDS, 64):
+                variants.append((n, "sync on threads", _timed(_sync_threads(model))))
             if n == TARGET_SHARDS:
                 variants.append((n, "sync in to_thread", _to_thread(runner, model)))
                 variants.append((n, "loop per read", _loop_per_read(runner, model)))

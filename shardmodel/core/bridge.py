@@ -32,6 +32,7 @@ __all__ = [
     "AsyncStream",
     "await_",
     "call",
+    "has_greenlet",
     "in_async",
     "require_greenlet",
     "run_blocking",
@@ -76,6 +77,15 @@ def require_greenlet() -> Any:
         ) from None
     _greenlet = greenlet
     return greenlet
+
+
+def has_greenlet() -> bool:
+    """True when the ``async`` extra (greenlet) is installed; nothing is imported twice."""
+    try:
+        require_greenlet()
+    except Exception:  # the extra's absence, as require_greenlet reports it
+        return False
+    return True
 
 
 def await_(awaitable: Awaitable[_T]) -> _T:

@@ -9,7 +9,10 @@ stay: starting a thread waits for the GIL behind the others' work (milliseconds)
 
 Inside an async call (:mod:`shardmodel.core.bridge`) :func:`workers` gives
 :class:`LoopWorkers` instead: the same ``submit`` and replies, each call a task of the
-running event loop (in a greenlet of its own), no thread.
+running event loop (in a greenlet of its own), no thread. A sync caller with the ``async``
+extra installed gets :class:`DrivenLoopWorkers`: tasks of its thread's kept loop
+(:mod:`shardmodel.core.thread_loop`), which it runs while it waits for a reply. Set
+``SHARDMODEL_SYNC_FANOUT=threads`` to keep sync callers on the threads.
 """
 
 from __future__ import annotations
@@ -21,15 +24,20 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any, Generic, Protocol, TypeVar
 
-from shardmodel.core.bridge import await_, call, in_async
+from shardmodel.core.bridge import await_, call, has_greenlet, in_async
+from shardmodel.core.thread_loop import run_until, thread_loop
 
 __all__ = [
+    "DRIVEN_WORKERS",
+    "LOOP_WORKERS",
     "SHARED_WORKERS",
+    "DrivenLoopWorkers",
     "LoopWorkers",
     "Replies",
     "Runner",
     "Task",
     "Workers",
+    "loop_fanout",
     "shared_workers",
     "workers",
 ]
@@ -217,6 +225,64 @@ async def _run_task(task: Task[Any]) -> None:
     task.replies.put(task)
 
 
+class _DrivenReplies(Generic[_R]):
+    """Finished tasks of one sync caller, put by tasks of its thread's kept loop.
+
+    ``get`` runs that loop until a task is here; a ``put`` while the caller waits stops it.
+    """
+
+    __slots__ = ("_items", "_loop", "_waiting")
+
+    def __init__(self, loop: Any) -> None:
+        self._items: deque[Task[_R]] = deque()
+        self._loop = loop
+        self._waiting = False
+
+    def put(self, item: Task[_R]) -> None:
+        self._items.append(item)
+        if self._waiting:
+            self._waiting = False
+            self._loop.stop()
+
+    def get(self) -> Task[_R]:
+        items = self._items
+        if not items:
+            self._waiting = True
+            try:
+                run_until(self._loop, items.__len__)
+            finally:
+                self._waiting = False
+        return items.popleft()
+
+    def empty(self) -> bool:
+        return not self._items
+
+
+class DrivenLoopWorkers:
+    """Runs a sync caller's :class:`Task` calls as tasks of its thread's kept loop.
+
+    Each call runs as an async call does (a greenlet; its requests on the async path),
+    so many wait on their sockets at once in the caller's thread, which runs the loop
+    only in :meth:`_DrivenReplies.get`.
+    """
+
+    def submit(
+        self,
+        call: Callable[..., _R],
+        args: tuple[Any, ...],
+        replies: Replies[_R],
+        tag: Any = None,
+    ) -> Task[_R]:
+        """Run ``call(*args)`` as a task of the thread's loop, once the caller waits."""
+        task = Task(call, args, replies, tag)
+        thread_loop().create_task(_run_task(task))
+        return task
+
+    def replies(self) -> Replies[Any]:
+        """A queue for finished tasks; waiting on it runs the thread's loop."""
+        return _DrivenReplies(thread_loop())
+
+
 class Runner(Protocol):
     """What :func:`workers` gives: threads, or the running loop's tasks."""
 
@@ -231,12 +297,33 @@ class Runner(Protocol):
     def replies(self) -> Replies[Any]: ...
 
 
-_LOOP_WORKERS = LoopWorkers()
+#: an async call's runner
+LOOP_WORKERS = LoopWorkers()
+#: a sync caller's runner on its thread's kept loop
+DRIVEN_WORKERS = DrivenLoopWorkers()
+_extra: bool | None = None  # the async extra (greenlet) is installed
+
+
+def loop_fanout() -> bool:
+    """True when a sync caller's concurrent calls go on its thread's kept loop.
+
+    That needs the ``async`` extra, no event loop running in the thread (a sync call
+    made from a coroutine keeps to the threads) and ``SHARDMODEL_SYNC_FANOUT`` not
+    ``threads``.
+    """
+    global _extra
+    if _extra is None:
+        _extra = has_greenlet()
+    if not _extra or os.environ.get("SHARDMODEL_SYNC_FANOUT") == "threads":
+        return False
+    import asyncio
+
+    return asyncio._get_running_loop() is None
 
 
 def workers() -> Runner:
     """Where the caller's concurrent calls run: the loop's tasks inside an async call,
-    else the shared threads."""
+    else the shared threads (a query's executor may choose the thread's kept loop)."""
     if in_async():
-        return _LOOP_WORKERS
+        return LOOP_WORKERS
     return shared_workers()

@@ -131,6 +131,9 @@ def count(
         select="COUNT",
     )
     counted = count_shards(
-        fetch, [key for group in groups for key in group], parallelism_of(model, parallelism)
+        fetch,
+        [key for group in groups for key in group],
+        parallelism_of(model, parallelism),
+        engine.executor.runner(),
     )
     return counted if limit is None else min(counted, limit)

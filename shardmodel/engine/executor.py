@@ -17,6 +17,13 @@ from typing import Any
 from attrs import evolve
 
 from shardmodel.core import bridge
+from shardmodel.core.workers import (
+    DRIVEN_WORKERS,
+    LOOP_WORKERS,
+    Runner,
+    loop_fanout,
+    shared_workers,
+)
 from shardmodel.errors import UnsupportedOperationError
 from shardmodel.retry import Backoff
 
@@ -102,6 +109,22 @@ class SyncExecutor:
 
         return table_connection(self.model)
 
+    def runner(self) -> Runner:
+        """Where a query's shard requests run: the thread's kept loop when they go on the
+        lean path, no event handler of theirs may block the thread
+        (:func:`~shardmodel.lean.hooks.nonblocking`) and
+        :func:`~shardmodel.core.workers.loop_fanout` allows; else the shared worker
+        threads (``Meta.lean_requests = False``: botocore, which blocks)."""
+        return DRIVEN_WORKERS if self._on_loop() else shared_workers()
+
+    def _on_loop(self) -> bool:
+        if not loop_fanout():
+            return False
+        from shardmodel.lean import LeanClient, table_connection
+
+        client = table_connection(self.model).connection.client
+        return isinstance(client, LeanClient) and client.never_blocks("Query")
+
     def query_fetcher(self, **fixed: Any) -> Callable[..., dict[str, Any]]:
         """fetch(physical key, exclusive start key, page limit): one Query of one shard.
 
@@ -109,7 +132,9 @@ class SyncExecutor:
         each shard's copy differs in its key, start key and limit. The botocore client is
         built here, in the caller's thread: PynamoDB builds it lazily without a lock, so
         many cold worker threads would each build one. Its Query responses are parsed by
-        :mod:`shardmodel.lean.fastparse` (same result, less CPU).
+        :mod:`shardmodel.lean.fastparse` (same result, less CPU). When the shard requests
+        run on the thread's kept loop (:meth:`runner`), they are sent through the
+        connection's async twin, as an async call's are.
         """
         from shardmodel.lean import table_connection
         from shardmodel.lean.fastparse import install
@@ -118,7 +143,12 @@ class SyncExecutor:
         install(self.connection().connection.client)
         connection = table_connection(self.model)
         connection.connection.client  # noqa: B018 - build the lean client here, too
-        return PreparedQuery(connection, **fixed)
+        twin = None
+        if self._on_loop():
+            from shardmodel.lean.aio import async_table_connection
+
+            twin = async_table_connection(self.connection())
+        return PreparedQuery(connection, twin, **fixed)
 
     def query_all(self, physical: str, consistent_read: bool = True) -> list[_RawItem]:
         """Every item stored under one physical key, all pages."""
@@ -152,9 +182,13 @@ class AsyncExecutor(SyncExecutor):
     def _read_connection(self) -> Any:
         return self.connection()
 
+    def runner(self) -> Runner:
+        """The running loop's tasks."""
+        return LOOP_WORKERS
+
     def query_fetcher(self, **fixed: Any) -> Callable[..., dict[str, Any]]:
         """fetch(physical key, exclusive start key, page limit), built once by PynamoDB
         (:class:`~shardmodel.lean.prepared.PreparedQuery`) on the async connection."""
         from shardmodel.lean.prepared import PreparedQuery
 
-        return PreparedQuery(self.connection(), **fixed)
+        return PreparedQuery(self.connection(), None, **fixed)

@@ -25,7 +25,7 @@ from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from shardmodel.core.workers import Replies, Task, workers
+from shardmodel.core.workers import Replies, Runner, Task, workers
 from shardmodel.engine.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
 __all__ = [
@@ -218,6 +218,7 @@ class MergedQuery(Generic[_T]):
         parallelism: int = 10,
         resume: Cursor | None = None,
         item_budget: int = DEFAULT_ITEM_BUDGET,
+        runner: Runner | None = None,
     ) -> None:
         self._fetch = fetch
         if forward:
@@ -243,7 +244,8 @@ class MergedQuery(Generic[_T]):
         self.shard_count = sum(len(g) for g in self._groups)
         self._workers = max(1, min(parallelism, max((len(g) for g in self._groups), default=1)))
         self._inflight = 0
-        self._runner = workers()  # threads, or the event loop inside an async call
+        # threads, the event loop inside an async call, or the executor's choice
+        self._runner = workers() if runner is None else runner
         self._done: Replies[dict[str, Any]] = self._runner.replies()
         self._heap: list[tuple[Any, int, _RawItem, _Shard]] = []
         self._waiting: set[_Shard] = set()
@@ -480,7 +482,10 @@ class MergedQuery(Generic[_T]):
 
 
 def count_shards(
-    fetch: Callable[[str, RawKey | None], dict[str, Any]], keys: Sequence[str], parallelism: int
+    fetch: Callable[[str, RawKey | None], dict[str, Any]],
+    keys: Sequence[str],
+    parallelism: int,
+    runner: Runner | None = None,
 ) -> int:
     """Sum ``Select=COUNT`` queries over every shard, all pages, on a bounded pool."""
 
@@ -497,7 +502,8 @@ def count_shards(
         return count_one(keys[0])
     total = 0
     step = max(1, parallelism)
-    runner = workers()
+    if runner is None:
+        runner = workers()
     replies: Replies[int] = runner.replies()
     for start in range(0, len(keys), step):
         batch = keys[start : start + step]

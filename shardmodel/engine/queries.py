@@ -177,6 +177,7 @@ def run_query(
         page_size=page_size,
         parallelism=parallelism,
         resume=plan.resumed,
+        runner=sharding_of(model).executor.runner(),
     )
     if not collapse:
         return merged

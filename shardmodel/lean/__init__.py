@@ -26,12 +26,14 @@ from typing import Any
 from pynamodb.connection.base import Connection
 
 from shardmodel.lean.client import LEAN_OPERATIONS, LeanClient, lean_client, unsupported_reason
+from shardmodel.lean.hooks import nonblocking
 
 __all__ = [
     "LEAN_OPERATIONS",
     "LeanClient",
     "LeanConnection",
     "lean_client",
+    "nonblocking",
     "table_connection",
     "unsupported_reason",
 ]

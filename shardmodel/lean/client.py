@@ -278,6 +278,12 @@ class LeanClient:
             return serialized
         return body
 
+    def never_blocks(self, operation_name: str) -> bool:
+        """True when no handler of the operation's events may block its thread
+        (:func:`~shardmodel.lean.hooks.nonblocking`), now."""
+        operation = self._operations[operation_name]
+        return self.hooks.resolve(operation.events, operation.model).never_block
+
     # -- botocore's pipeline, for one call -------------------------------------------
 
     def call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "Hooks",
     "Resolved",
     "first_answer",
+    "nonblocking",
     "quiet_send",
     "retry_delay",
     "until_answer",
@@ -107,7 +108,8 @@ class Hooks:
         standard = retry is not None and len(retry) == 1 and _is_standard_retry(retry[0])
         adders = [_extra_headers_of(handler) for handler in handlers[_SEND]]
         quiet = None if any(a is None for a in adders) else tuple(adders)
-        resolved = Resolved._make([*handlers, names, standard, quiet])
+        safe = all(_never_blocks(h) for listed in handlers for h in listed)
+        resolved = Resolved._make([*handlers, names, standard, quiet, safe])
         if cache is not None and all(listed is not None for listed in lists):
             # kept with the look-up cache read before the lists: lists found after a
             # registration are newer than it, never older (else asked anew each time)
@@ -170,6 +172,38 @@ class Resolved(NamedTuple):
     #: headers: those connections (the event changes nothing while none has any); None
     #: where another handler listens
     send_adders: tuple[Any, ...] | None
+    #: every handler is one that never blocks its thread (:func:`nonblocking`), so many
+    #: requests may wait together on one thread's event loop
+    never_block: bool
+
+
+#: packages whose event handlers never block the thread they run in: they compute, or
+#: wait through :mod:`shardmodel.core.bridge` (an event loop's way inside an async call)
+_NEVER_BLOCKING = frozenset({"botocore", "pynamodb", "shardmodel", "moto"})
+_MARK = "shardmodel_nonblocking"
+
+
+def nonblocking(handler: Any) -> Any:
+    """Mark a botocore event handler as one that never blocks its thread; returns it.
+
+    A sync merged query sends its shard requests on the calling thread's event loop
+    only while every handler of their events is marked so, or is botocore's,
+    PynamoDB's, moto's or shardmodel's own: a handler that sleeps or does I/O there
+    would hold every other shard's request (see ``docs/lean.rst``). Mark a function
+    (a method's function, in its class), not a bound method.
+    """
+    setattr(handler, _MARK, True)
+    return handler
+
+
+def _never_blocks(handler: Any) -> bool:
+    if getattr(handler, _MARK, False) is True:
+        return True
+    if type(handler) is _Through:
+        return False  # the emitter's handlers, unknown here
+    target = getattr(handler, "func", handler)  # a functools.partial's function
+    module = getattr(target, "__module__", None)
+    return isinstance(module, str) and module.partition(".")[0] in _NEVER_BLOCKING
 
 
 def first_answer(handlers: _Handlers, **kwargs: Any) -> Any:

@@ -30,6 +30,8 @@ from pynamodb.constants import (
 from pynamodb.exceptions import QueryError
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
+from shardmodel.core.bridge import in_async
+
 __all__ = ["PreparedQuery"]
 
 #: The partition key the template is built with: a value no real key equals.
@@ -69,10 +71,13 @@ class PreparedQuery:
     ``connection`` is a PynamoDB ``TableConnection``; ``fixed`` the keyword arguments
     every shard's query shares. When the template cannot be told apart (the stand-in key
     is not found exactly once among the values), every call builds its own request.
+    ``twin``, when given, is the connection's async twin: a call made inside an async
+    call (a sync caller's shard request on its thread's loop) sends through it.
     """
 
-    def __init__(self, connection: Any, **fixed: Any) -> None:
+    def __init__(self, connection: Any, twin: Any = None, **fixed: Any) -> None:
         self._table = connection
+        self._twin = twin
         self._fixed = fixed
         self._connection = connection.connection
         recorder = _Recorder(self._connection)
@@ -86,18 +91,21 @@ class PreparedQuery:
         self._template = template
 
     def __call__(self, key: str, exclusive_start_key: Any = None, limit: int | None = None) -> Any:
+        table = self._table
+        if self._twin is not None and in_async():
+            table = self._twin
         if self._slot is None:
-            return self._table.query(
+            return table.query(
                 key, exclusive_start_key=exclusive_start_key, limit=limit, **self._fixed
             )
         request = dict(self._template)
         values = dict(request[EXPRESSION_ATTRIBUTE_VALUES])
         values[self._slot] = {STRING: key}
         request[EXPRESSION_ATTRIBUTE_VALUES] = values
-        connection = self._connection
+        connection = table.connection
         if exclusive_start_key:
             request.update(
-                connection.get_exclusive_start_key_map(self._table.table_name, exclusive_start_key)
+                connection.get_exclusive_start_key_map(table.table_name, exclusive_start_key)
             )
         if limit is not None:
             request[LIMIT] = limit

@@ -143,6 +143,8 @@ class TableThrottlePolicy:
         self._raised: dict[tuple[str, str | None, Side], float] = {}
         self._baseline: dict[tuple[str, str | None, Side], float] = {}
         self._decreases: dict[str, list[float]] = {}
+        #: sides a caller is raising or lowering now (outside the lock)
+        self._deciding: set[tuple[str, str | None, Side]] = set()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -210,50 +212,63 @@ class TableThrottlePolicy:
     # -- raising -----------------------------------------------------------------------
 
     def _raise(self, model: Any, table: str, index: str | None, side: Side) -> PolicyAction:
+        # the lock is never held across a request: inside an event loop (async calls, a
+        # sync query's shard requests) a task waiting on it would stop the loop's thread
         connection = model._get_connection()
+        key = (table, index, side)
         with self._lock:
             now = self.clock.now()
-            last = self._raised.get((table, index, side))
-            if last is not None and now - last < self.cooldown:
-                return self._record(
-                    "cooling",
-                    table,
-                    index,
-                    side,
-                    None,
-                    None,
-                    f"raised {now - last:.0f} s ago; the cooldown is {self.cooldown:.0f} s",
-                )
-            description = connection.describe_table()
-            if _on_demand(description):
-                return self._record(
-                    "on-demand",
-                    table,
-                    index,
-                    side,
-                    None,
-                    None,
-                    "the on-demand table is at its maximum throughput: raise its "
-                    "OnDemandThroughput or the account quota",
-                )
-            current = _units(description, index)
-            ceiling = self.max_rcu if side == "read" else self.max_wcu
-            old = current[side]
-            target = old if ceiling is None else min(ceiling, self._grown(old))
-            if target <= old:
-                limit = "no max set" if ceiling is None else f"the ceiling is {ceiling}"
-                return self._record(
-                    "at-limit",
-                    table,
-                    index,
-                    side,
-                    old,
-                    None,
-                    f"{side} capacity is {old:.0f} and {limit}",
-                )
+            last = self._raised.get(key)
+            reason = None
+            if key in self._deciding:
+                reason = "a raise of it is being decided now"
+            elif last is not None and now - last < self.cooldown:
+                reason = f"raised {now - last:.0f} s ago; the cooldown is {self.cooldown:.0f} s"
+            else:
+                self._deciding.add(key)
+        if reason is not None:
+            return self._record("cooling", table, index, side, None, None, reason)
+        try:
+            return self._raise_now(connection, table, index, side, now)
+        finally:
+            with self._lock:
+                self._deciding.discard(key)
+
+    def _raise_now(
+        self, connection: Any, table: str, index: str | None, side: Side, now: float
+    ) -> PolicyAction:
+        """Raise one side now: this caller holds the decision (``_deciding``)."""
+        description = connection.describe_table()
+        if _on_demand(description):
+            return self._record(
+                "on-demand",
+                table,
+                index,
+                side,
+                None,
+                None,
+                "the on-demand table is at its maximum throughput: raise its "
+                "OnDemandThroughput or the account quota",
+            )
+        current = _units(description, index)
+        ceiling = self.max_rcu if side == "read" else self.max_wcu
+        old = current[side]
+        target = old if ceiling is None else min(ceiling, self._grown(old))
+        if target <= old:
+            limit = "no max set" if ceiling is None else f"the ceiling is {ceiling}"
+            return self._record(
+                "at-limit",
+                table,
+                index,
+                side,
+                old,
+                None,
+                f"{side} capacity is {old:.0f} and {limit}",
+            )
+        with self._lock:
             self._raised[(table, index, side)] = now
             self._baseline.setdefault((table, index, side), old)
-            return self._update(connection, table, index, side, current, target, "raise")
+        return self._update(connection, table, index, side, current, target, "raise")
 
     def _grown(self, units: float) -> int:
         return int(max(math.ceil(round(units * self.factor, 9)), units + self.step))
@@ -317,16 +332,25 @@ class TableThrottlePolicy:
         table = model.Meta.table_name
         connection = model._get_connection()
         done: list[PolicyAction] = []
-        with self._lock:
+        with self._lock:  # the sides due, read under the lock; the requests outside it
             now = self.clock.now()
-            for (name, index, side), raised_at in sorted(
-                self._raised.items(), key=lambda kv: (str(kv[0][1]), kv[0][2])
-            ):
-                if name != table or now - raised_at < self.lower_after:
-                    continue
+            due = sorted(
+                (
+                    (key, raised_at)
+                    for key, raised_at in self._raised.items()
+                    if key[0] == table
+                    and now - raised_at >= self.lower_after
+                    and key not in self._deciding
+                ),
+                key=lambda kv: (str(kv[0][1]), kv[0][2]),
+            )
+            self._deciding.update(key for key, _ in due)
+        try:
+            for key, raised_at in due:
+                _, index, side = key
                 description = connection.describe_table()
                 current = _units(description, index)
-                baseline = self._baseline[(name, index, side)]
+                baseline = self._baseline[key]
                 if current[side] <= baseline:
                     continue
                 if not self._may_decrease(table, description, now):
@@ -344,9 +368,14 @@ class TableThrottlePolicy:
                     continue
                 action = self._update(connection, table, index, side, current, baseline, "lower")
                 if action.kind == "lower":
-                    self._decreases.setdefault(table, []).append(now)
-                    del self._raised[(name, index, side)], self._baseline[(name, index, side)]
+                    with self._lock:
+                        self._decreases.setdefault(table, []).append(now)
+                        if self._raised.get(key) == raised_at:
+                            del self._raised[key], self._baseline[key]
                 done.append(action)
+        finally:
+            with self._lock:
+                self._deciding.difference_update(key for key, _ in due)
         return done
 
     def _may_decrease(self, table: str, description: dict[str, Any], now: float) -> bool:

@@ -940,10 +940,18 @@ def test_a_connection_s_extra_headers_are_sent_as_botocore_sends_them() -> None:
 
 @pytest.mark.usefixtures("tables")
 @pytest.mark.usefixtures("codec")
-def test_every_lean_request_passes_botocore_s_events() -> None:
+@pytest.mark.parametrize("marked", [True, False], ids=["on the loop", "on the threads"])
+def test_every_lean_request_passes_botocore_s_events(marked: bool) -> None:
+    """Marked nonblocking, the handlers see the shard requests on the caller's loop, each
+    in a greenlet of its own; unmarked, on the worker threads. Either way each request's
+    events are whole and in botocore's order."""
+    import greenlet
+
+    from shardmodel.lean import nonblocking
+
     RandomEvent(user_id="ev", timestamp=1, event_type="a").save()
     client = RandomEvent._get_connection().connection.client
-    seen: list[tuple[int, str]] = []
+    seen: list[tuple[tuple[int, int], str]] = []
     names = (
         "provide-client-params",
         "before-parameter-build",
@@ -953,18 +961,27 @@ def test_every_lean_request_passes_botocore_s_events() -> None:
         "needs-retry",
         "after-call",
     )
+
+    def record(event_name: str, **_: Any) -> None:
+        seen.append(((threading.get_ident(), id(greenlet.getcurrent())), event_name))
+
+    if marked:
+        nonblocking(record)
     for name in names:
-        client.meta.events.register(
-            f"{name}.dynamodb.Query",
-            lambda event_name, **_: seen.append((threading.get_ident(), event_name)),
-        )
-    list(RandomEvent.query("ev"))
+        client.meta.events.register(f"{name}.dynamodb.Query", record)
+    try:
+        list(RandomEvent.query("ev"))
+    finally:
+        for name in names:
+            client.meta.events.unregister(f"{name}.dynamodb.Query", record)
     events = [event for _, event in seen]
     assert events.count("before-send.dynamodb.Query") == 10  # RandomShards(10)
     assert events.count("after-call.dynamodb.Query") == 10
-    # the shard requests run on several threads at once: each thread's are whole, in order
-    for thread in {ident for ident, _ in seen}:
-        mine = [event.rsplit(".", 2)[0] for ident, event in seen if ident == thread]
+    threads = {thread for (thread, _), _ in seen}
+    assert (threads == {threading.get_ident()}) is marked
+    # many requests at once: each one's (a thread's or a greenlet's) are whole, in order
+    for runner in {who for who, _ in seen}:
+        mine = [event.rsplit(".", 2)[0] for who, event in seen if who == runner]
         assert mine == list(names) * (len(mine) // len(names)), mine
 
 
