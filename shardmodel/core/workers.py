@@ -18,6 +18,7 @@ extra installed gets :class:`DrivenLoopWorkers`: tasks of its thread's kept loop
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -307,15 +308,18 @@ _extra: bool | None = None  # the async extra (greenlet) is installed
 def loop_fanout() -> bool:
     """True when a sync caller's concurrent calls go on its thread's kept loop.
 
-    That needs the ``async`` extra, no event loop running in the thread (a sync call
-    made from a coroutine keeps to the threads) and ``SHARDMODEL_SYNC_FANOUT`` not
-    ``threads``.
+    That needs greenlet (the ``async`` extra), no event loop running in the thread (a
+    sync call made from a coroutine keeps to the threads), no gevent monkey-patching,
+    and ``SHARDMODEL_SYNC_FANOUT`` not ``threads``.
     """
     global _extra
     if _extra is None:
         _extra = has_greenlet()
     if not _extra or os.environ.get("SHARDMODEL_SYNC_FANOUT") == "threads":
         return False
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("threading"):
+        return False  # gevent's threads are greenlets already; its loop is not asyncio's
     import asyncio
 
     return asyncio._get_running_loop() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from queue import SimpleQueue
@@ -131,3 +132,13 @@ def test_sync_callers_keep_to_the_threads_when_told_or_inside_a_running_loop(
         return loop_fanout()
 
     assert asyncio.run(inside()) is False  # a sync call from a coroutine: threads
+
+    class Monkey:  # gevent.monkey, as a patched process has it
+        @staticmethod
+        def is_module_patched(name: str) -> bool:
+            return name == "threading"
+
+    monkeypatch.setitem(sys.modules, "gevent.monkey", Monkey)
+    assert not loop_fanout()
+    monkeypatch.delitem(sys.modules, "gevent.monkey")
+    assert loop_fanout()

@@ -86,6 +86,40 @@ def test_read_throttles_on_a_random_shards_query_raise_rcu(policy: TableThrottle
     assert _provisioned(Feed) == (15, 10)
 
 
+def test_coroutines_throttled_at_once_raise_once_and_never_stop_the_loop(
+    policy: TableThrottlePolicy,
+) -> None:
+    """Many async reads throttled together on one loop: the policy decides one raise
+    while the others record it as being decided; none waits on a lock the loop's thread
+    would block on (the loop is watched from another thread, so a hang fails here)."""
+    import asyncio
+    import threading
+
+    for seq in range(8):
+        Feed("k", seq).save()
+    limits = CapacityLimits(table_rcu=10, table_wcu=10, partition_rcu=1e9, partition_wcu=1e9)
+
+    async def read() -> bool:
+        try:
+            return len([f async for f in Feed.aquery("k", consistent_read=True)]) == 8
+        except PynamoDBException:
+            return False
+
+    async def reads() -> list[bool]:
+        return list(await asyncio.gather(*(read() for _ in range(10))))
+
+    done: list[list[bool]] = []
+    with CapacitySimulator(clock=CLOCK, limits=limits).attach(Feed):
+        runner = threading.Thread(target=lambda: done.append(asyncio.run(reads())), daemon=True)
+        runner.start()
+        runner.join(120)
+    assert not runner.is_alive(), "the event loop stopped on the policy's lock"
+    assert not all(done[0])
+    raises = [a for a in policy.actions if a.kind == "raise"]
+    assert [(a.table, a.side, a.old, a.new) for a in raises] == [("policy-feed", "read", 10, 15)]
+    assert _provisioned(Feed) == (15, 10)
+
+
 def test_write_throttles_on_a_random_shards_model_raise_wcu(policy: TableThrottlePolicy) -> None:
     """400 table-level write throttles used to go unanswered outside DynamicShards."""
     limits = CapacityLimits(table_rcu=10, table_wcu=10, partition_rcu=1e9, partition_wcu=1e9)
