@@ -13,7 +13,8 @@ comparison. Measures:
 * **the cost curve**: the newest 100 items of one key over 1, 4, 16, 64 and 256 random
   shards holding 10,000 items, three ways: plain PynamoDB's ``Model.query`` of one
   unsharded key on botocore (the baseline every ratio is against), ``ShardedModel.query``
-  (sync, its shard requests on the shared worker threads) and ``ShardedModel.aquery`` on
+  (sync, its shard requests on the calling thread's kept loop; at 16 and 64 shards also
+  ``sync on threads``, the shared worker threads, as before that) and ``ShardedModel.aquery`` on
   one event loop (``asyncio.Runner``, kept for the run, as a server keeps its loop),
   each async read timed inside the running loop, as a served request runs. Requests,
   wall and process CPU; a sample is the mean of 5 reads back to back, the median of 5
