@@ -13,6 +13,7 @@ closed when the thread ends (its sockets first). A forked child makes its own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -38,15 +39,15 @@ class _Holder:
 
     def __del__(self) -> None:
         loop = self.loop
-        if loop.is_closed():
-            return
         try:
+            if loop.is_closed():
+                return
             if self.pid == os.getpid() and asyncio._get_running_loop() is None:
                 # the connection pools' closers (async generators) close their sockets
                 loop.run_until_complete(loop.shutdown_asyncgens())
         except Exception:  # a thread's or the interpreter's end: best effort
             pass
-        finally:
+        with contextlib.suppress(Exception):  # the interpreter's end: modules may be gone
             loop.close()
 
 

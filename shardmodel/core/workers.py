@@ -206,11 +206,14 @@ class LoopWorkers:
         tag: Any = None,
     ) -> Task[_R]:
         """Run ``call(*args)`` as a loop task; the task goes to ``replies`` when done."""
+        task = Task(call, args, replies, tag)
+        self._loop().create_task(_run_task(task))
+        return task
+
+    def _loop(self) -> Any:
         import asyncio
 
-        task = Task(call, args, replies, tag)
-        asyncio.get_running_loop().create_task(_run_task(task))
-        return task
+        return asyncio.get_running_loop()
 
     def replies(self) -> Replies[Any]:
         """A queue for finished tasks, waited on in the caller's greenlet."""
@@ -259,25 +262,16 @@ class _DrivenReplies(Generic[_R]):
         return not self._items
 
 
-class DrivenLoopWorkers:
+class DrivenLoopWorkers(LoopWorkers):
     """Runs a sync caller's :class:`Task` calls as tasks of its thread's kept loop.
 
     Each call runs as an async call does (a greenlet; its requests on the async path),
     so many wait on their sockets at once in the caller's thread, which runs the loop
-    only in :meth:`_DrivenReplies.get`.
+    only in :meth:`_DrivenReplies.get` (a task starts once the caller waits).
     """
 
-    def submit(
-        self,
-        call: Callable[..., _R],
-        args: tuple[Any, ...],
-        replies: Replies[_R],
-        tag: Any = None,
-    ) -> Task[_R]:
-        """Run ``call(*args)`` as a task of the thread's loop, once the caller waits."""
-        task = Task(call, args, replies, tag)
-        thread_loop().create_task(_run_task(task))
-        return task
+    def _loop(self) -> Any:
+        return thread_loop()
 
     def replies(self) -> Replies[Any]:
         """A queue for finished tasks; waiting on it runs the thread's loop."""
