@@ -43,7 +43,13 @@ class _Holder:
             if loop.is_closed():
                 return
             if self.pid == os.getpid() and asyncio._get_running_loop() is None:
-                # the connection pools' closers (async generators) close their sockets
+                # requests of a query left unfinished are cancelled (as asyncio.run's
+                # end cancels what is left), then the pools' closers close the sockets
+                pending = asyncio.all_tasks(loop)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.run_until_complete(loop.shutdown_asyncgens())
         except Exception:  # a thread's or the interpreter's end: best effort
             pass

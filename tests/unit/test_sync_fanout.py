@@ -153,3 +153,41 @@ def test_a_handler_that_may_block_keeps_the_requests_on_the_threads() -> None:
         assert set(calls) == {threading.get_ident()} and len(calls) >= 10
     finally:
         events.unregister("before-send.dynamodb", users)
+
+
+def test_a_thread_that_ends_mid_query_leaves_no_request_pending() -> None:
+    """A thread stops reading a query and ends: its loop cancels the requests still out
+    (as ``asyncio.run`` cancels what is left) and closes."""
+    import asyncio
+    import gc
+
+    from shardmodel.core.bridge import await_
+    from shardmodel.core.thread_loop import thread_loop
+
+    load(80)
+    kept: list[Any] = []
+
+    @nonblocking
+    def slow_next_pages(request: Any, **_: Any) -> None:
+        if b"ExclusiveStartKey" in request.body:  # every shard's second page
+            await_(asyncio.sleep(60))
+
+    def reader() -> None:
+        abandoned = RandomEvent.query("q", page_size=2)
+        next(abandoned)  # the shards' next pages are asked for ...
+        assert RandomEvent.count("q") == 80  # ... and sent while this runs the loop
+        loop = thread_loop()
+        kept.extend([loop, abandoned, asyncio.all_tasks(loop)])  # out for a minute
+
+    events = RandomEvent._get_connection().connection.client.meta.events
+    events.register("before-send.dynamodb.Query", slow_next_pages)
+    try:
+        thread = threading.Thread(target=reader)
+        thread.start()
+        thread.join(60)
+        gc.collect()
+    finally:
+        events.unregister("before-send.dynamodb.Query", slow_next_pages)
+    loop, _, tasks = kept
+    assert len(tasks) == 10 and loop.is_closed()
+    assert all(task.done() for task in tasks)
