@@ -223,10 +223,14 @@ class AsyncStream(AsyncIterator[_T]):
         self._start = start
         self._greenlet: Any = None
         self.iterator: Iterator[_T] | None = None
+        #: the iterator's ``ready_now`` (a merged query's): True when its next item
+        #: needs no wait, so it is taken here, without a switch into the greenlet
+        self._ready_now: Callable[[], bool] | None = None
 
     def _run(self) -> Any:
         this = require_greenlet().getcurrent()
         self.iterator = self._start()
+        self._ready_now = getattr(self.iterator, "ready_now", None)
         this.parent.switch(_STARTED)
         for item in self.iterator:
             this.parent.switch(item)  # the parent: whichever task asks now
@@ -247,6 +251,18 @@ class AsyncStream(AsyncIterator[_T]):
             child = self._greenlet
         elif child.dead:
             raise StopAsyncIteration
+        ready = self._ready_now
+        if ready is not None and ready():
+            # in hand already: taken in the greenlet's context, as the greenlet would
+            try:
+                item: _T = child.gr_context.run(next, self.iterator)
+            except BaseException as error:
+                child.parent = _greenlet.getcurrent()
+                child.throw(_greenlet.GreenletExit)  # ends, as a raise inside it would
+                if isinstance(error, StopIteration):
+                    raise StopAsyncIteration from None
+                raise
+            return item
         # the per-item path, inlined: one switch in, one back when the item is ready
         child.parent = _greenlet.getcurrent()
         step = child.switch()
@@ -254,8 +270,8 @@ class AsyncStream(AsyncIterator[_T]):
             step = await _resume(child, step)
         if step is _END:
             raise StopAsyncIteration
-        item: _T = step
-        return item
+        found: _T = step
+        return found
 
     async def _step(self) -> Any:
         """Run the greenlet up to what it hands back next: _STARTED, an item or _END."""

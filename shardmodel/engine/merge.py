@@ -272,6 +272,16 @@ class MergedQuery(Generic[_T]):
         self.total_count += 1
         return self._build(item)
 
+    def ready_now(self) -> bool:
+        """True when ``next`` returns an item without waiting for a page (it may send
+        requests); an async iterator takes such an item without a greenlet switch."""
+        return (
+            bool(self._heap)
+            and not self._waiting
+            and not self._closed
+            and (self._limit is None or self.total_count < self._limit)
+        )
+
     def peek(self) -> _RawItem | None:
         """The raw item ``next`` would return, without consuming it (None at the end)."""
         return self._heap[0][2] if self._ready() else None

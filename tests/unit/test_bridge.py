@@ -113,3 +113,70 @@ def test_the_idle_greenlets_kept_are_bounded() -> None:
 
     asyncio.run(main())
     assert len(bridge._idle.greenlets) == bridge._IDLE_KEPT
+
+
+class _Ready:
+    """An iterator whose items are all in hand but those ``waits`` names, which it
+    waits for on the loop (as a merged query waits for a page)."""
+
+    def __init__(self, items: list[int], waits: set[int], fail: int | None = None) -> None:
+        self.items = items
+        self.waits = waits
+        self.fail = fail
+        self.at = 0
+        self.contexts: list[bool] = []
+        self.started = False
+
+    def __iter__(self) -> _Ready:
+        return self
+
+    def ready_now(self) -> bool:
+        return self.at < len(self.items) and self.at not in self.waits
+
+    def __next__(self) -> int:
+        self.contexts.append(in_async())
+        if self.at >= len(self.items):
+            raise StopIteration
+        if self.at in self.waits:
+            await_(asyncio.sleep(0))
+        if self.at == self.fail:
+            self.at += 1
+            raise ValueError("built badly")
+        self.at += 1
+        return self.items[self.at - 1]
+
+
+def test_a_stream_takes_items_in_hand_without_a_switch_and_waits_in_its_greenlet() -> None:
+    """Items ``ready_now`` are taken in the greenlet's context (an async call's), the
+    rest by switching into it; the order and the end are the iterator's."""
+    source = _Ready(list(range(10)), waits={0, 4, 9})
+    switches = {"n": 0}
+
+    def tracer(event: str, args: object) -> None:
+        switches["n"] += event == "switch"
+
+    async def read() -> list[int]:
+        return [item async for item in bridge.AsyncStream(lambda: source)]
+
+    previous = greenlet.settrace(tracer)
+    try:
+        got = asyncio.run(read())
+    finally:
+        greenlet.settrace(previous)
+    assert got == list(range(10))
+    assert all(source.contexts)  # every next(), fast or not, inside the async call
+    assert switches["n"] < 2 * 10  # not two switches an item
+
+
+def test_an_error_from_an_item_in_hand_ends_the_stream_as_inside_it() -> None:
+    for waits in (set(), {2}):  # raised on the fast path, then in the greenlet
+        source = _Ready(list(range(5)), waits=waits, fail=2)
+
+        async def read(source: _Ready = source) -> tuple[list[int], list[int]]:
+            stream = bridge.AsyncStream(lambda: source)
+            got = [await stream.__anext__(), await stream.__anext__()]
+            with pytest.raises(ValueError, match="built badly"):
+                await stream.__anext__()
+            return got, [item async for item in stream]
+
+        assert asyncio.run(read()) == ([0, 1], [])
