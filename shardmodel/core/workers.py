@@ -9,10 +9,10 @@ stay: starting a thread waits for the GIL behind the others' work (milliseconds)
 
 Inside an async call (:mod:`shardmodel.core.bridge`) :func:`workers` gives
 :class:`LoopWorkers` instead: the same ``submit`` and replies, each call a task of the
-running event loop (in a greenlet of its own), no thread. A sync caller with the ``async``
-extra installed gets :class:`DrivenLoopWorkers`: tasks of its thread's kept loop
-(:mod:`shardmodel.core.thread_loop`), which it runs while it waits for a reply. Set
-``SHARDMODEL_SYNC_FANOUT=threads`` to keep sync callers on the threads.
+running event loop (in a greenlet of its own), no thread. A sync query's executor may
+choose :class:`DrivenLoopWorkers` (:func:`loop_fanout`): tasks of the calling thread's
+kept loop (:mod:`shardmodel.core.thread_loop`), which it runs while it waits for a reply.
+Set ``SHARDMODEL_SYNC_FANOUT=threads`` to keep sync callers on the threads.
 """
 
 from __future__ import annotations

@@ -115,15 +115,19 @@ class SyncExecutor:
         (:func:`~shardmodel.lean.hooks.nonblocking`) and
         :func:`~shardmodel.core.workers.loop_fanout` allows; else the shared worker
         threads (``Meta.lean_requests = False``: botocore, which blocks)."""
-        return DRIVEN_WORKERS if self._on_loop() else shared_workers()
+        client = self._lean_client_for_loop()
+        if client is not None and client.never_blocks("Query"):
+            return DRIVEN_WORKERS
+        return shared_workers()
 
-    def _on_loop(self) -> bool:
+    def _lean_client_for_loop(self) -> Any:
+        """The model's lean client when its requests may go on the thread's loop."""
         if not loop_fanout():
-            return False
+            return None
         from shardmodel.lean import LeanClient, table_connection
 
         client = table_connection(self.model).connection.client
-        return isinstance(client, LeanClient) and client.never_blocks("Query")
+        return client if isinstance(client, LeanClient) else None
 
     def query_fetcher(self, **fixed: Any) -> Callable[..., dict[str, Any]]:
         """fetch(physical key, exclusive start key, page limit): one Query of one shard.
@@ -132,9 +136,9 @@ class SyncExecutor:
         each shard's copy differs in its key, start key and limit. The botocore client is
         built here, in the caller's thread: PynamoDB builds it lazily without a lock, so
         many cold worker threads would each build one. Its Query responses are parsed by
-        :mod:`shardmodel.lean.fastparse` (same result, less CPU). When the shard requests
-        run on the thread's kept loop (:meth:`runner`), they are sent through the
-        connection's async twin, as an async call's are.
+        :mod:`shardmodel.lean.fastparse` (same result, less CPU). Where the shard requests
+        may run on the thread's kept loop (:meth:`runner`), a request that does is sent
+        through the connection's async twin, as an async call's are.
         """
         from shardmodel.lean import table_connection
         from shardmodel.lean.fastparse import install
@@ -144,7 +148,7 @@ class SyncExecutor:
         connection = table_connection(self.model)
         connection.connection.client  # noqa: B018 - build the lean client here, too
         twin = None
-        if self._on_loop():
+        if self._lean_client_for_loop() is not None:  # whichever runner it runs on then
             from shardmodel.lean.aio import async_table_connection
 
             twin = async_table_connection(self.connection())
