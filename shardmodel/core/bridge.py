@@ -79,13 +79,20 @@ def require_greenlet() -> Any:
     return greenlet
 
 
+_installed: bool | None = None  # whether greenlet imports (a failed import is not cached)
+
+
 def has_greenlet() -> bool:
-    """True when the ``async`` extra (greenlet) is installed; nothing is imported twice."""
-    try:
-        require_greenlet()
-    except Exception:  # the extra's absence, as require_greenlet reports it
-        return False
-    return True
+    """True when the ``async`` extra (greenlet) is installed; asked of the import once."""
+    global _installed
+    if _installed is None:
+        try:
+            require_greenlet()
+        except Exception:  # the extra's absence, as require_greenlet reports it
+            _installed = False
+        else:
+            _installed = True
+    return _installed
 
 
 def await_(awaitable: Awaitable[_T]) -> _T:

@@ -296,7 +296,6 @@ class Runner(Protocol):
 LOOP_WORKERS = LoopWorkers()
 #: a sync caller's runner on its thread's kept loop
 DRIVEN_WORKERS = DrivenLoopWorkers()
-_extra: bool | None = None  # the async extra (greenlet) is installed
 
 
 def loop_fanout() -> bool:
@@ -306,10 +305,7 @@ def loop_fanout() -> bool:
     sync call made from a coroutine keeps to the threads), no gevent monkey-patching,
     and ``SHARDMODEL_SYNC_FANOUT`` not ``threads``.
     """
-    global _extra
-    if _extra is None:
-        _extra = has_greenlet()
-    if not _extra or os.environ.get("SHARDMODEL_SYNC_FANOUT") == "threads":
+    if not has_greenlet() or os.environ.get("SHARDMODEL_SYNC_FANOUT") == "threads":
         return False
     monkey = sys.modules.get("gevent.monkey")
     if monkey is not None and monkey.is_module_patched("threading"):

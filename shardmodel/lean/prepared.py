@@ -79,12 +79,12 @@ class PreparedQuery:
         self._table = connection
         self._twin = twin
         self._fixed = fixed
-        self._connection = connection.connection
-        recorder = _Recorder(self._connection)
+        origin = connection.connection
+        recorder = _Recorder(origin)
         Connection.query(recorder, connection.table_name, _STAND_IN, **fixed)  # type: ignore[arg-type]
         template = recorder.request or {}
         if RETURN_CONSUMED_CAPACITY not in template:  # as dispatch adds it to every Query
-            template.update(self._connection.get_consumed_capacity_map(TOTAL))
+            template.update(origin.get_consumed_capacity_map(TOTAL))
         values: dict[str, Any] = template.get(EXPRESSION_ATTRIBUTE_VALUES, {})
         slots = [name for name, value in values.items() if value == {STRING: _STAND_IN}]
         self._slot = slots[0] if len(slots) == 1 else None

@@ -16,16 +16,9 @@ from shardmodel.core.workers import DRIVEN_WORKERS, shared_workers
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.lean import nonblocking
 from tests.models import RandomEvent
+from tests.unit.test_query import load
 
 pytestmark = pytest.mark.usefixtures("tables")
-
-
-def load(n: int, key: str = "q") -> None:
-    with RandomEvent.batch_write() as batch:
-        for ts in range(n):
-            batch.save(
-                RandomEvent(user_id=key, timestamp=ts, event_type="odd" if ts % 2 else "even")
-            )
 
 
 def threads_of_queries(read: Callable[[], Any]) -> tuple[Any, set[int]]:
