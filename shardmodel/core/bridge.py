@@ -26,7 +26,7 @@ import contextvars
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 __all__ = [
     "AsyncStream",
@@ -222,86 +222,116 @@ class AsyncStream(AsyncIterator[_T]):
     """An async iterator over a synchronous one, driven in one greenlet.
 
     ``start()`` makes the iterator (inside the greenlet, so it may send requests); each
-    ``__anext__`` switches into the greenlet until it has the next item. One greenlet
-    for the whole iteration: an item costs two switches, not a greenlet.
+    ``__anext__`` takes an item the iterator holds already (its ``next_now``) in the
+    greenlet's context, or switches into the greenlet until the next item is ready. The
+    greenlet is one of the thread's idle ones (as :func:`call`'s), given back at the end.
     """
 
     def __init__(self, start: Callable[[], Iterator[_T]]) -> None:
         self._start = start
         self._greenlet: Any = None
-        self.iterator: Iterator[_T] | None = None
-        #: the iterator's ``ready_now`` (a merged query's): True when its next item
-        #: needs no wait, so it is taken here, without a switch into the greenlet
-        self._ready_now: Callable[[], bool] | None = None
+        self._iterator: Iterator[_T] | None = None
+        #: the iterator's ``next_now(missing)`` (a merged query's): its next item when
+        #: that needs no wait, taken here without a switch into the greenlet; else missing
+        self._next_now: Callable[[Any], Any] | None = None
+        self._done = False
 
     def _run(self) -> Any:
-        this = require_greenlet().getcurrent()
-        self.iterator = self._start()
-        self._ready_now = getattr(self.iterator, "ready_now", None)
+        this = _greenlet.getcurrent()
+        iterator = self._iterator = self._start()
+        self._next_now = getattr(iterator, "next_now", None)
         this.parent.switch(_STARTED)
-        for item in self.iterator:
+        for item in iterator:
             this.parent.switch(item)  # the parent: whichever task asks now
         return _END
+
+    @property
+    def iterator(self) -> Iterator[_T] | None:
+        """The sync iterator, once started."""
+        return self._iterator
 
     def __aiter__(self) -> AsyncStream[_T]:
         return self
 
-    async def start(self) -> None:
+    async def start(self) -> Self:
         """Make the iterator now (planned, arguments checked), before any item is asked."""
-        if self._greenlet is None:
+        if self._greenlet is None and not self._done:
             await self._step()  # up to _STARTED (or the error start() raised)
+        return self
 
     async def __anext__(self) -> _T:
         child = self._greenlet
         if child is None:
-            step = await self._step()  # _STARTED, or the error start() raised
+            if self._done:
+                raise StopAsyncIteration
+            await self._step()  # _STARTED, or the error start() raised
             child = self._greenlet
-        elif child.dead:
-            raise StopAsyncIteration
-        ready = self._ready_now
-        if ready is not None and ready():
+        take = self._next_now
+        if take is not None:
             # in hand already: taken in the greenlet's context, as the greenlet would
             try:
-                item: _T = child.gr_context.run(next, self.iterator)
+                item: Any = child.gr_context.run(take, _MISSING)
             except BaseException as error:
-                child.parent = _greenlet.getcurrent()
-                child.throw(_greenlet.GreenletExit)  # ends, as a raise inside it would
+                self._kill()  # ends, as a raise inside it would
                 if isinstance(error, StopIteration):
                     raise StopAsyncIteration from None
                 raise
-            return item
-        # the per-item path, inlined: one switch in, one back when the item is ready
-        child.parent = _greenlet.getcurrent()
-        step = child.switch()
-        while type(step) is _Wait:
-            step = await _resume(child, step)
+            if item is not _MISSING:
+                found: _T = item
+                return found
+        step = await self._step()
         if step is _END:
             raise StopAsyncIteration
-        found: _T = step
-        return found
+        waited: _T = step
+        return waited
 
     async def _step(self) -> Any:
-        """Run the greenlet up to what it hands back next: _STARTED, an item or _END."""
-        greenlet = require_greenlet()
+        """Run the greenlet up to what it hands back next: _STARTED, an item or _END.
+
+        At _END, or when the iterator raised, the greenlet goes back to the idle ones.
+        """
         child = self._greenlet
         if child is None:
-            child = self._greenlet = greenlet.greenlet(self._run)
+            greenlet = require_greenlet()
+            idle = _idle.greenlets
+            child = self._greenlet = idle.pop() if idle else greenlet.greenlet(_serve)
+            child.parent = greenlet.getcurrent()
             child.gr_context = _context()
-        child.parent = greenlet.getcurrent()  # whichever task iterates now
-        step = child.switch()
-        while type(step) is _Wait:
-            step = await _resume(child, step)
+            step = child.switch(self._run, (), {})
+        else:
+            child.parent = _greenlet.getcurrent()  # whichever task iterates now
+            step = child.switch()
+        while type(step) is _Wait:  # _resume, inlined: a wait for a page is per read
+            try:
+                value = await step.awaitable
+            except BaseException as error:
+                step = child.throw(error)
+            else:
+                step = child.switch(value)
+        if step is _END or type(step) is _Raised:
+            self._greenlet = None
+            self._done = True
+            idle = _idle.greenlets
+            if len(idle) < _IDLE_KEPT:
+                idle.append(child)
+            if type(step) is _Raised:
+                raise step.error
         return step
+
+    def _kill(self) -> None:
+        """End the greenlet where it waits (its iterator is finished with)."""
+        child, self._greenlet = self._greenlet, None
+        self._done = True
+        if child is not None and not child.dead:
+            child.parent = _greenlet.getcurrent()
+            child.throw(_greenlet.GreenletExit)
 
     async def aclose(self) -> None:
         """Stop: the iterator's ``close`` (a merged query waits out its requests)."""
-        close = getattr(self.iterator, "close", None)
+        close = getattr(self._iterator, "close", None)
         if close is not None:
             await call(close)
-        child, self._greenlet = self._greenlet, None
-        if child is not None and not child.dead:
-            child.parent = require_greenlet().getcurrent()
-            child.throw(require_greenlet().GreenletExit)
+        self._kill()
 
 
 class _End:
@@ -316,3 +346,10 @@ class _Started:
 
 
 _STARTED = _Started()
+
+
+class _Missing:
+    __slots__ = ()
+
+
+_MISSING = _Missing()

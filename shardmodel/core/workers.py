@@ -17,6 +17,7 @@ Set ``SHARDMODEL_SYNC_FANOUT=threads`` to keep sync callers on the threads.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
@@ -177,15 +178,14 @@ class _LoopReplies(Generic[_R]):
             waiter.set_result(None)
 
     def get(self) -> Task[_R]:
-        import asyncio
-
-        while not self._items:
-            self._waiter = asyncio.get_running_loop().create_future()
+        items = self._items
+        while not items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await_(self._waiter)
+                await_(waiter)
             finally:
                 self._waiter = None
-        return self._items.popleft()
+        return items.popleft()
 
     def empty(self) -> bool:
         return not self._items
@@ -211,8 +211,6 @@ class LoopWorkers:
         return task
 
     def _loop(self) -> Any:
-        import asyncio
-
         return asyncio.get_running_loop()
 
     def replies(self) -> Replies[Any]:
@@ -310,8 +308,6 @@ def loop_fanout() -> bool:
     monkey = sys.modules.get("gevent.monkey")
     if monkey is not None and monkey.is_module_patched("threading"):
         return False  # gevent's threads are greenlets already; its loop is not asyncio's
-    import asyncio
-
     return asyncio._get_running_loop() is None
 
 

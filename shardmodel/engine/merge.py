@@ -272,15 +272,19 @@ class MergedQuery(Generic[_T]):
         self.total_count += 1
         return self._build(item)
 
-    def ready_now(self) -> bool:
-        """True when ``next`` returns an item without waiting for a page (it may send
-        requests); an async iterator takes such an item without a greenlet switch."""
-        return (
-            bool(self._heap)
-            and not self._waiting
-            and not self._closed
-            and (self._limit is None or self.total_count < self._limit)
-        )
+    def next_now(self, missing: Any) -> Any:
+        """The next item when ``next`` gives it without waiting for a page (it may send
+        requests), else ``missing``: an async iterator takes such an item without a
+        greenlet switch."""
+        limit = self._limit
+        if (
+            not self._heap
+            or self._waiting
+            or self._closed
+            or (limit is not None and self.total_count >= limit)
+        ):
+            return missing
+        return self.__next__()
 
     def peek(self) -> _RawItem | None:
         """The raw item ``next`` would return, without consuming it (None at the end)."""

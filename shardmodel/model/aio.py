@@ -15,9 +15,6 @@ the call is planned (and a bad argument raised) at the first ``__anext__``.
 from __future__ import annotations
 
 from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
     Generator,
     Iterable,
     Iterator,
@@ -46,7 +43,7 @@ _T = TypeVar("_T")
 _M = TypeVar("_M", bound=Model)
 
 
-class AsyncResultIterator(AsyncIterator[_T]):
+class AsyncResultIterator(AsyncStream[_T]):
     """The async iterator of ``aquery``, ``ascan`` and ``abatch_get``.
 
     The sync iterator's attributes are read through once iteration has begun:
@@ -55,37 +52,27 @@ class AsyncResultIterator(AsyncIterator[_T]):
     ``consumed_capacity`` and ``shard_count``.
     """
 
-    def __init__(self, start: Callable[[], Iterator[_T]]) -> None:
-        self._stream: AsyncStream[_T] = AsyncStream(start)
-
-    def __aiter__(self) -> AsyncResultIterator[_T]:
-        return self
-
-    async def start(self) -> AsyncResultIterator[_T]:
+    async def start(self) -> Self:
         """Plan the read now (a bad argument raises here), before any item is asked.
 
         ``it = await Model.aquery(...)`` does the same: the cursor and counts are then
         there at once, as the sync iterator's are (``async for`` starts it on its own).
         """
-        await self._stream.start()
-        return self
+        return await super().start()
 
     def __await__(self) -> Generator[Any, None, AsyncResultIterator[_T]]:
         return self.start().__await__()
 
-    def __anext__(self) -> Awaitable[_T]:
-        return self._stream.__anext__()  # no coroutine of its own per item
-
     async def aclose(self) -> None:
         """Stop early: shard requests in flight are waited out, queued ones dropped."""
-        await self._stream.aclose()
+        await super().aclose()
 
     @property
     def iterator(self) -> Iterator[_T]:
         """The sync iterator underneath (a ``MergedQuery``, PynamoDB's ``ResultIterator``)."""
-        if self._stream.iterator is None:
+        if self._iterator is None:
             raise _NotStarted(_NOT_STARTED)
-        return self._stream.iterator
+        return self._iterator
 
     @property
     def last_evaluated_key(self) -> Any:

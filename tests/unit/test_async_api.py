@@ -192,3 +192,26 @@ def test_the_sync_api_works_without_greenlet_and_the_async_one_names_the_extra()
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'shardmodel[async]'" in done.stdout
+
+
+def test_an_async_read_whose_shards_run_dry_item_by_item_reads_what_the_sync_one_does() -> None:
+    """One item a page: after most items a shard waits for its next page while the others'
+    heads are in hand. Such an item is never taken without that wait (the merge's order),
+    with or without a limit, in either direction, and the cursors agree."""
+    _load(45)
+
+    async def run() -> None:
+        for forward in (True, False):
+            for limit in (None, 17):
+                options: dict[str, Any] = {
+                    "scan_index_forward": forward,
+                    "limit": limit,
+                    "page_size": 1,
+                }
+                sync = Photo.by_album.query("album", **options)
+                expected = [p.taken for p in sync]
+                got = Photo.aquery("album", index_name="by-album", **options)
+                assert await _taken(got) == expected
+                assert got.last_evaluated_key == sync.last_evaluated_key
+
+    asyncio.run(run())

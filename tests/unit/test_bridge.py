@@ -130,8 +130,10 @@ class _Ready:
     def __iter__(self) -> _Ready:
         return self
 
-    def ready_now(self) -> bool:
-        return self.at < len(self.items) and self.at not in self.waits
+    def next_now(self, missing: object) -> object:
+        if self.at < len(self.items) and self.at not in self.waits:
+            return self.__next__()
+        return missing
 
     def __next__(self) -> int:
         self.contexts.append(in_async())
@@ -147,7 +149,7 @@ class _Ready:
 
 
 def test_a_stream_takes_items_in_hand_without_a_switch_and_waits_in_its_greenlet() -> None:
-    """Items ``ready_now`` are taken in the greenlet's context (an async call's), the
+    """Items ``next_now`` gives are taken in the greenlet's context (an async call's), the
     rest by switching into it; the order and the end are the iterator's."""
     source = _Ready(list(range(10)), waits={0, 4, 9})
     switches = {"n": 0}
@@ -180,3 +182,28 @@ def test_an_error_from_an_item_in_hand_ends_the_stream_as_inside_it() -> None:
             return got, [item async for item in stream]
 
         assert asyncio.run(read()) == ([0, 1], [])
+
+
+def test_a_stream_runs_in_an_idle_greenlet_and_gives_it_back_at_its_end() -> None:
+    """Read to the end (or failing to start), a stream's greenlet serves the next one."""
+    seen: list[int] = []
+
+    def items() -> list[int]:
+        seen.append(_who())
+        return [1, 2]
+
+    def bad_plan() -> list[int]:
+        seen.append(_who())
+        raise KeyError("plan")
+
+    async def main() -> None:
+        for _ in range(3):
+            assert [item async for item in bridge.AsyncStream(lambda: iter(items()))] == [1, 2]
+        stream = bridge.AsyncStream(lambda: iter(bad_plan()))
+        with pytest.raises(KeyError, match="plan"):
+            await stream.start()
+        assert [item async for item in stream] == []  # ended by its error, as a call's
+        assert await call(_who) == seen[0]  # and call() takes the same greenlet
+
+    asyncio.run(main())
+    assert len(set(seen)) == 1
