@@ -284,7 +284,14 @@ class MergedQuery(Generic[_T]):
             or (limit is not None and self.total_count >= limit)
         ):
             return missing
-        return self.__next__()
+        # __next__'s steps, inlined (the async read's per-item path): with nothing waited
+        # for, its _ready would do nothing, as _fill plans the follow-ups of every page
+        # it takes before it returns
+        _, _, item, shard = heapq.heappop(self._heap)
+        shard.last = item
+        self._advance(shard)
+        self.total_count += 1
+        return self._build(item)
 
     def peek(self) -> _RawItem | None:
         """The raw item ``next`` would return, without consuming it (None at the end)."""

@@ -215,3 +215,20 @@ def test_an_async_read_whose_shards_run_dry_item_by_item_reads_what_the_sync_one
                 assert got.last_evaluated_key == sync.last_evaluated_key
 
     asyncio.run(run())
+
+
+def test_an_async_read_sends_the_requests_the_sync_read_sends() -> None:
+    """The same pages, follow-ups planned at the same points: the request counts agree."""
+    _load(300)
+
+    async def run() -> None:
+        for limit in (7, 60, 150):
+            sync = Photo.by_album.query("album", scan_index_forward=False, limit=limit)
+            expected = [p.taken for p in sync]
+            got = Photo.aquery(
+                "album", index_name="by-album", scan_index_forward=False, limit=limit
+            )
+            assert await _taken(got) == expected
+            assert (got.requests, got.items_read) == (sync.requests, sync.items_read), limit
+
+    asyncio.run(run())
