@@ -170,7 +170,7 @@ class TableThrottlePolicy:
             return self._decide(model, error, scope, table, index, side)
         except Exception as failure:  # DescribeTable unreachable...: never mask the throttle
             reason = f"could not act: {type(failure).__name__}: {' '.join(str(failure).split())}"
-            return self._record("failed", table, index, side, None, None, reason)
+            return self._record("failed", table, index, side, reason)
 
     def _decide(
         self,
@@ -192,8 +192,6 @@ class TableThrottlePolicy:
                 table,
                 index,
                 side,
-                None,
-                None,
                 f"capacity-related {_code(error)} on an on-demand table: it is adapting to "
                 "a traffic jump; spread the load or pre-warm (OnDemandThroughput)",
             )
@@ -203,8 +201,6 @@ class TableThrottlePolicy:
                 table,
                 index,
                 side,
-                None,
-                None,
                 "one partition is hot: more table capacity would not help; shard the key",
             )
         return self._raise(model, table, index, side)
@@ -227,7 +223,7 @@ class TableThrottlePolicy:
             else:
                 self._deciding.add(key)
         if reason is not None:
-            return self._record("cooling", table, index, side, None, None, reason)
+            return self._record("cooling", table, index, side, reason)
         try:
             return self._raise_now(connection, table, index, side, now)
         finally:
@@ -245,8 +241,6 @@ class TableThrottlePolicy:
                 table,
                 index,
                 side,
-                None,
-                None,
                 "the on-demand table is at its maximum throughput: raise its "
                 "OnDemandThroughput or the account quota",
             )
@@ -261,9 +255,8 @@ class TableThrottlePolicy:
                 table,
                 index,
                 side,
-                old,
-                None,
                 f"{side} capacity is {old:.0f} and {limit}",
+                old=old,
             )
         with self._lock:
             self._raised[(table, index, side)] = now
@@ -304,9 +297,8 @@ class TableThrottlePolicy:
                 table,
                 index,
                 side,
-                current[side],
-                None,
                 f"UpdateTable refused: {' '.join(str(error).split())}",
+                old=current[side],
             )
         verb = "raised" if kind == "raise" else "lowered"
         return self._record(
@@ -314,9 +306,9 @@ class TableThrottlePolicy:
             table,
             index,
             side,
-            current[side],
-            target,
             f"{verb} {side} capacity from {current[side]:.0f} to {target:.0f}",
+            old=current[side],
+            new=target,
         )
 
     # -- lowering ----------------------------------------------------------------------
@@ -360,9 +352,8 @@ class TableThrottlePolicy:
                             table,
                             index,
                             side,
-                            current[side],
-                            None,
                             "DynamoDB's decreases for today are used up",
+                            old=current[side],
                         )
                     )
                     continue
@@ -401,9 +392,10 @@ class TableThrottlePolicy:
         table: str,
         index: str | None,
         side: Side,
-        old: float | None,
-        new: float | None,
         reason: str,
+        *,
+        old: float | None = None,
+        new: float | None = None,
     ) -> PolicyAction:
         action = PolicyAction(kind, table, index, side, old, new, self.clock.now(), reason)
         self.actions.append(action)
