@@ -123,16 +123,11 @@ async def call(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
 
     The greenlet is one of the thread's idle ones when there is one (see :class:`_Idle`).
     """
-    greenlet = require_greenlet()
-    idle = _idle.greenlets
-    child = idle.pop() if idle else greenlet.greenlet(_serve)
-    child.parent = greenlet.getcurrent()
-    child.gr_context = _context()
+    child = _lend()
     step = child.switch(function, args, kwargs)
     while type(step) is _Wait:
         step = await _resume(child, step)
-    if len(idle) < _IDLE_KEPT:
-        idle.append(child)
+    _give_back(child)
     if type(step) is _Raised:
         raise step.error
     result: _T = step
@@ -179,6 +174,24 @@ class _Idle(threading.local):
 
 
 _idle = _Idle()
+
+
+def _lend() -> Any:
+    """One of the thread's idle greenlets (a new one when none is), its parent the caller
+    and its context a fresh copy of the caller's: switch in with (function, args, kwargs)."""
+    greenlet = require_greenlet()
+    idle = _idle.greenlets
+    child = idle.pop() if idle else greenlet.greenlet(_serve)
+    child.parent = greenlet.getcurrent()
+    child.gr_context = _context()
+    return child
+
+
+def _give_back(child: Any) -> None:
+    """Keep a greenlet whose call has ended for a later one (up to _IDLE_KEPT a thread)."""
+    idle = _idle.greenlets
+    if len(idle) < _IDLE_KEPT:
+        idle.append(child)
 
 
 async def _resume(child: Any, step: Any) -> Any:
@@ -292,28 +305,17 @@ class AsyncStream(AsyncIterator[_T]):
         """
         child = self._greenlet
         if child is None:
-            greenlet = require_greenlet()
-            idle = _idle.greenlets
-            child = self._greenlet = idle.pop() if idle else greenlet.greenlet(_serve)
-            child.parent = greenlet.getcurrent()
-            child.gr_context = _context()
+            child = self._greenlet = _lend()
             step = child.switch(self._run, (), {})
         else:
             child.parent = _greenlet.getcurrent()  # whichever task iterates now
             step = child.switch()
-        while type(step) is _Wait:  # _resume, inlined: a wait for a page is per read
-            try:
-                value = await step.awaitable
-            except BaseException as error:
-                step = child.throw(error)
-            else:
-                step = child.switch(value)
+        while type(step) is _Wait:
+            step = await _resume(child, step)
         if step is _END or type(step) is _Raised:
             self._greenlet = None
             self._done = True
-            idle = _idle.greenlets
-            if len(idle) < _IDLE_KEPT:
-                idle.append(child)
+            _give_back(child)
             if type(step) is _Raised:
                 raise step.error
         return step
