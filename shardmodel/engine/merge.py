@@ -266,11 +266,7 @@ class MergedQuery(Generic[_T]):
     def __next__(self) -> _T:
         if not self._ready():
             raise StopIteration
-        _, _, item, shard = heapq.heappop(self._heap)
-        shard.last = item
-        self._advance(shard)
-        self.total_count += 1
-        return self._build(item)
+        return self._take()
 
     def next_now(self, missing: Any) -> Any:
         """The next item when ``next`` gives it without waiting for a page (it may send
@@ -284,9 +280,12 @@ class MergedQuery(Generic[_T]):
             or (limit is not None and self.total_count >= limit)
         ):
             return missing
-        # __next__'s steps, inlined (the async read's per-item path): with nothing waited
-        # for, its _ready would do nothing, as _fill plans the follow-ups of every page
-        # it takes before it returns
+        # no _ready: with nothing waited for it would do nothing, as _fill plans the
+        # follow-ups of every page it takes before it returns
+        return self._take()
+
+    def _take(self) -> _T:
+        """The item at the top of the heap, its shard advanced (the heap is not empty)."""
         _, _, item, shard = heapq.heappop(self._heap)
         shard.last = item
         self._advance(shard)
