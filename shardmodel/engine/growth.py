@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pynamodb.exceptions import PynamoDBException
 
+from shardmodel.core.tables import wait_until_active
 from shardmodel.core.times import SystemClock
 from shardmodel.dynamic.directory import ShardDirectory
 from shardmodel.dynamic.metadata import ShardMetadata
@@ -255,7 +256,9 @@ def create_metadata_table(model: type[Any], wait: bool) -> None:
     if directory is not None:
         table = directory.table()
         if not table.exists():
-            table.create_table(wait=wait, billing_mode="PAY_PER_REQUEST")
+            table.create_table(wait=False, billing_mode="PAY_PER_REQUEST")
+        if wait:
+            wait_until_active([table])
 
 
 def delete_metadata_table(model: type[Any]) -> None:

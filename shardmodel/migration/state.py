@@ -17,6 +17,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.exceptions import GetError, PutError, TableDoesNotExist
 from pynamodb.models import Model
 
+from shardmodel.core.tables import create_table
 from shardmodel.dynamic.metadata import MIRRORED_META
 from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.phases import PHASES, MigrationState, Phase
@@ -101,9 +102,7 @@ class MigrationStore:
 
     def ensure_table(self) -> None:
         """Create the state table (on-demand) if it does not exist."""
-        items = self.items()
-        if not items.exists():
-            items.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
+        create_table(self.items())
 
     def _get(self, key: str) -> tuple[dict[str, Any], int] | None:
         items = self.items()

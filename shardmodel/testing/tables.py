@@ -7,16 +7,37 @@ from typing import Any
 
 from pynamodb.models import Model
 
+from shardmodel.core.tables import wait_until_active
+
 __all__ = ["bind_models", "create_tables", "drop_tables"]
 
 
 def create_tables(models: Iterable[type[Model]]) -> None:
-    """Create each model's table (on-demand billing unless its Meta sets capacity) and wait."""
+    """Create each model's table (on-demand billing unless its Meta sets capacity), and a
+    dynamic model's metadata table, then wait until they are active.
+
+    The tables are created first and waited for after, polling from a few milliseconds
+    (:mod:`shardmodel.core.tables`): PynamoDB's own wait sleeps 2 s when a table is not
+    active at its first look, which a local server shows for a moment.
+    """
+    models = list(models)
     for model in models:
         meta = model.Meta
         provisioned = hasattr(meta, "read_capacity_units") or hasattr(meta, "billing_mode")
         billing = None if provisioned else "PAY_PER_REQUEST"
-        model.create_table(wait=True, billing_mode=billing)
+        model.create_table(wait=False, billing_mode=billing)
+    wait_until_active([*models, *(m for m in map(_metadata_table, models) if m is not None)])
+
+
+def _metadata_table(model: type[Model]) -> Any:
+    """A dynamic model's metadata table model (None for any other model)."""
+    from shardmodel.model.sharded import ShardedModel
+    from shardmodel.engine import sharding_of
+
+    if not (isinstance(model, type) and issubclass(model, ShardedModel)):
+        return None
+    directory = sharding_of(model).directory
+    return None if directory is None else directory.table()
 
 
 def drop_tables(models: Iterable[type[Model]]) -> None:

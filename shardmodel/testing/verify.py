@@ -21,6 +21,7 @@ from attrs import frozen
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel.capacity import DEFAULT_HEADROOM, ShardPlan, shards_for
+from shardmodel.core.tables import create_table
 from shardmodel.keyspace.keys import PhysicalKey
 from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards, RandomShards
 from shardmodel.sizing import item_size
@@ -146,7 +147,7 @@ def verify_plan(
     strategy = HashShards(count, on="seq") if hashed else RandomShards(count)
     with mock_dynamodb():
         model, stored = _models(f"planned-{uuid.uuid4().hex[:12]}", strategy, seed)
-        model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        create_table(model)
         try:
             pad = _pad(model, stored, item_bytes, count)
             per_shard = items_per_read if hashed else math.ceil(items_per_read / count)
