@@ -176,6 +176,36 @@ def reset_tables(models: Iterable[type[Model]], client: Any) -> None:
             directory.clear_cache()  # as delete_table does: no count outlives its items
 
 
+#: In-process moto's table objects right after :func:`restore_tables` first created them,
+#: per set of models: copied into each later test's fresh moto.
+_SNAPSHOTS: dict[tuple[type[Model], ...], Any] = {}
+
+
+def restore_tables(models: Iterable[type[Model]]) -> None:
+    """Give the running in-process moto the models' tables, empty, as made by
+    ``create_tables``: made through the API the first time in this process, then copied
+    from moto's own objects (a deep copy of the empty tables: about 10 ms for 23 tables
+    where creating them cost 0.3 s)."""
+    import copy
+
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    models = tuple(models)
+    regions = {getattr(model.Meta, "region", None) or "us-east-1" for model in models}
+    if len(regions) != 1:
+        raise ValueError(f"models in several regions {sorted(regions)}: restore each apart")
+    backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][regions.pop()]
+    snapshot = _SNAPSHOTS.get(models)
+    if snapshot is None:
+        before = set(backend.tables)
+        create_tables(models)
+        made = {name: table for name, table in backend.tables.items() if name not in before}
+        _SNAPSHOTS[models] = copy.deepcopy(made)
+        return
+    backend.tables.update(copy.deepcopy(snapshot))
+
+
 def _delete_every_item(client: Any, table: str, model: type[Model]) -> None:
     keys = [model._hash_key_attribute().attr_name]
     if model._range_key_attribute() is not None:

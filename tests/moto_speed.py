@@ -1,0 +1,194 @@
+"""moto's table listing, sorted with each key converted once instead of per comparison.
+
+moto answers every Query without an index and every Scan by listing the whole table
+sorted by its keys (``Table.all_items``), comparing ``DynamoType`` objects that convert
+their value (a ``Decimal`` made from text for a number) at every comparison: a
+migration test on in-process moto spent 90 of its 280 s there. :func:`install` sorts by
+the converted values instead, computed once per item. The order is the same:
+``DynamoType`` orders and compares by its converted value, and a table's key attributes
+have one type each (its schema), so the type ``__eq__`` also compares is always equal.
+``tests/unit/test_moto_speed.py`` checks the two orders agree on drawn keys.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+_ORIGINAL: dict[str, Any] = {}
+
+
+def _sort_key(item: Any) -> Any:
+    if item.range_key:
+        return (item.hash_key.cast_value, item.range_key.cast_value)
+    return item.hash_key.cast_value
+
+
+def all_items(self: Any) -> list[Any]:
+    """moto's ``Table.all_items`` with each item's sort key converted once."""
+    items: list[Any] = []
+    for hash_set in self.items.values():
+        if self.range_key_attr:
+            items.extend(hash_set.values())
+        else:
+            items.append(hash_set)
+    return sorted(items, key=_sort_key)
+
+
+def install() -> None:
+    """Replace moto's ``Table.all_items`` for this process (idempotent)."""
+    from moto.dynamodb.models.table import Table
+
+    if "all_items" not in _ORIGINAL:
+        _ORIGINAL["all_items"] = Table.all_items
+        Table.all_items = all_items  # type: ignore[method-assign]
+    install_serializer()
+    _cache_method_names()
+    _share_botocore_data()
+
+
+def _share_botocore_data() -> None:
+    """Read each of botocore's data files once per process instead of once per session.
+
+    PynamoDB makes a botocore session for every connection (a model class, a thread),
+    and each session parses the service model and endpoint rules again (about 30 ms a
+    file): a fifth of a fast unit test's time. The files do not change while tests run;
+    botocore reads what it loads and merges the same extras into it each time.
+    """
+    import functools
+
+    from botocore import loaders
+
+    if "load_file" not in _ORIGINAL:
+        _ORIGINAL["load_file"] = loaders.JSONFileLoader.load_file
+        original = _ORIGINAL["load_file"]
+        cached = functools.cache(lambda path: original(loaders.JSONFileLoader(), path))
+        loaders.JSONFileLoader.load_file = lambda self, path: cached(path)  # type: ignore[method-assign]
+        listed = _ORIGINAL["list_available_services"] = loaders.Loader.list_available_services
+        services: dict[tuple[Any, ...], Any] = {}
+
+        def list_available_services(self: Any, type_name: str) -> Any:
+            key = (tuple(self.search_paths), type_name)
+            if key not in services:
+                services[key] = listed(self, type_name)
+            return list(services[key])
+
+        loaders.Loader.list_available_services = list_available_services  # type: ignore[method-assign]
+
+
+def _cache_method_names() -> None:
+    """moto lists a response class's methods (``inspect.getmembers``) on every request to
+    find the action's handler; a class's methods do not change, so list them once."""
+    import functools
+
+    from moto.core import responses
+
+    if "method_names_from_class" not in _ORIGINAL:
+        _ORIGINAL["method_names_from_class"] = responses.method_names_from_class
+        responses.method_names_from_class = functools.cache(  # type: ignore[assignment]
+            responses.method_names_from_class
+        )
+
+
+def original_all_items() -> Any:
+    """moto's own ``Table.all_items`` (for the test that compares the two)."""
+    from moto.dynamodb.models.table import Table
+
+    return _ORIGINAL.get("all_items", Table.all_items)
+
+
+#: DynamoDB's item operations, whose outputs moto builds as plain JSON-ready values
+#: (strings, numbers, lists, maps of AttributeValues, consumed capacity).
+_ITEM_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+
+
+def _shaped(value: Any, shape: Any) -> Any:
+    """``value`` as moto's JSON serializer writes it for ``shape``: structure members the
+    shape names and that are not None, lists and maps walked, anything else as it is."""
+    kind = shape.type_name
+    if kind == "structure":
+        members = shape.members
+        return {
+            key: _shaped(item, members[key])
+            for key, item in value.items()
+            if item is not None and key in members
+        }
+    if kind == "list":
+        return [_shaped(item, shape.member) for item in value]
+    if kind == "map":
+        return {key: _shaped(item, shape.value) for key, item in value.items()}
+    if kind == "blob":
+        raw = value.encode("utf-8") if isinstance(value, str) else value
+        return base64.b64encode(raw).strip().decode("utf-8")
+    if kind in ("integer", "long"):
+        return int(value)
+    if kind in ("float", "double"):
+        return float(value)
+    if kind == "timestamp":
+        raise _Unshaped(kind)
+    return value
+
+
+class _Unshaped(Exception):
+    """A value :func:`_shaped` leaves to moto's own serializer."""
+
+
+def _fast_serialize(original: Any) -> Any:
+    """moto's ``JSONSerializer.serialize``, or, for a DynamoDB item operation's result,
+    ``json.dumps`` of it walked by its shape (:func:`_shaped`).
+
+    With ``SHARDMODEL_CHECK_MOTO_SPEED=1`` both run and must give the same body.
+    """
+    import json
+    import os
+
+    check = os.environ.get("SHARDMODEL_CHECK_MOTO_SPEED") == "1"
+
+    def serialize(self: Any, result: Any) -> Any:
+        model = self.operation_model
+        if (
+            model.name not in _ITEM_OPERATIONS
+            or model.service_model.service_name != "dynamodb"
+            or isinstance(result, Exception)
+            or self.pretty_print
+        ):
+            return original(self, result)
+        if not isinstance(result, dict):
+            return original(self, result)
+        try:
+            body = json.dumps(_shaped(result, model.output_shape))
+        except _Unshaped:
+            return original(self, result)
+        if check:
+            expected = original(self, result)
+            if json.loads(expected["body"]) != json.loads(body):
+                raise AssertionError(f"{model.name}: {expected['body']!r} != {body!r}")
+        return {
+            "body": body,
+            "headers": {"Content-Type": self._get_protocol_specific_content_type()},
+            "status_code": model.http.get("responseCode", self.DEFAULT_RESPONSE_CODE),
+        }
+
+    return serialize
+
+
+def install_serializer() -> None:
+    """Serialize DynamoDB item operations' results with ``json.dumps`` (idempotent)."""
+    from moto.core.serialize import JSONSerializer
+
+    if "serialize" not in _ORIGINAL:
+        _ORIGINAL["serialize"] = JSONSerializer.serialize
+        JSONSerializer.serialize = _fast_serialize(JSONSerializer.serialize)  # type: ignore[method-assign]

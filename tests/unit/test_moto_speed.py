@@ -1,0 +1,97 @@
+"""The suite's faster moto (tests/moto_speed.py) answers as moto itself does."""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests import moto_speed
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.decimals(
+        allow_nan=False, allow_infinity=False, places=6, min_value=-(10**6), max_value=10**6
+    ),
+)
+
+
+def _table(hash_type: str, range_type: str | None) -> Any:
+    from moto.dynamodb.models.table import Table
+
+    schema = [{"AttributeName": "h", "KeyType": "HASH"}]
+    attrs = [{"AttributeName": "h", "AttributeType": hash_type}]
+    if range_type is not None:
+        schema.append({"AttributeName": "r", "KeyType": "RANGE"})
+        attrs.append({"AttributeName": "r", "AttributeType": range_type})
+    return Table(
+        "speed",
+        account_id="123456789012",
+        region="us-east-1",
+        schema=schema,
+        attr=attrs,
+    )
+
+
+@settings(max_examples=60)
+@given(
+    kinds=st.tuples(st.sampled_from("NSB"), st.sampled_from(["N", "S", "B", None])),
+    data=st.data(),
+)
+def test_the_sorted_listing_is_moto_s_own(kinds: tuple[str, str | None], data: Any) -> None:
+    """Items listed in the order moto's own ``all_items`` gives, for every key type."""
+    hash_type, range_type = kinds
+    table = _table(hash_type, range_type)
+    values = {
+        "N": NUMBERS.map(str),
+        "S": st.text(min_size=1, max_size=8),
+        "B": st.binary(min_size=1, max_size=8).map(lambda b: base64.b64encode(b).decode()),
+    }
+    rows = data.draw(
+        st.lists(
+            st.tuples(values[hash_type], values[range_type] if range_type else st.none()),
+            max_size=30,
+        )
+    )
+    for hash_value, range_value in rows:
+        item = {"h": {hash_type: hash_value}}
+        if range_type is not None:
+            item["r"] = {range_type: range_value}
+        table.put_item(item)
+    ours = [(i.hash_key, i.range_key) for i in moto_speed.all_items(table)]
+    theirs = [(i.hash_key, i.range_key) for i in moto_speed.original_all_items()(table)]
+    assert ours == theirs
+
+
+def test_item_operations_serialize_as_moto_does() -> None:
+    """Every DynamoDB item operation's result, walked by its shape, is the JSON moto's
+    model-driven serializer writes: extra members dropped, blobs base64, numbers kept."""
+    from moto.core.responses import get_service_model
+    from moto.core.serialize import JSONSerializer
+
+    from tests.moto_speed import _ORIGINAL, _fast_serialize
+
+    service = get_service_model("dynamodb")
+    result = {
+        "Items": [
+            {"k": {"S": "a"}, "b": {"B": b"\x00\xff"}, "n": {"N": "1.50"}, "l": {"L": []}},
+            {"m": {"M": {"x": {"BS": [b"1", b"2"]}, "y": {"NULL": True}}}},
+        ],
+        "Count": 2,
+        "ScannedCount": 3,
+        "ConsumedCapacity": {"TableName": "t", "CapacityUnits": Decimal("0.5")},
+        "ConsumedCapacityUnits": 0.5,  # not in the shape: left out
+        "LastEvaluatedKey": None,  # None: left out
+    }
+    original = _ORIGINAL.get("serialize", JSONSerializer.serialize)
+    fast = _fast_serialize(original)
+    for operation in ("Query", "Scan"):
+        serializer = JSONSerializer(operation_model=service.operation_model(operation))
+        expected = json.loads(original(serializer, result)["body"])
+        got = json.loads(fast(serializer, result)["body"])
+        assert got == expected, operation
+        assert "ConsumedCapacityUnits" not in got and "LastEvaluatedKey" not in got
