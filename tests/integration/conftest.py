@@ -83,18 +83,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
     """
     url = request.getfixturevalue(f"{request.param}_url")
     bind_models(ALL_MODELS, host=url, **CREDENTIALS)
-    if url in _CLIENTS:
-        reset_tables(ALL_MODELS, _CLIENTS[url])
-    else:
-        drop_tables(ALL_MODELS)
-        create_tables(ALL_MODELS)
-        _CLIENTS[url] = botocore.session.get_session().create_client(
-            "dynamodb",
-            endpoint_url=url,
-            region_name=CREDENTIALS["region"],
-            aws_access_key_id=CREDENTIALS["aws_access_key_id"],
-            aws_secret_access_key=CREDENTIALS["aws_secret_access_key"],
-        )
+    empty_tables(ALL_MODELS, url)
     try:
         yield str(request.param)
     finally:
@@ -110,8 +99,36 @@ def unbind(models: Iterable[type[Model]], **meta: Any) -> None:
     bind_models(models, host=None, aws_access_key_id=None, aws_secret_access_key=None, **meta)
 
 
-#: A client of each server (by URL) on which this worker has made every test table.
+def empty_tables(models: Iterable[type[Model]], url: str) -> None:
+    """The models' tables on the server at ``url``, empty: made the first time this
+    worker asks for them there, emptied every later time (a dropped one made again)."""
+    models = tuple(models)
+    made = _MADE.setdefault(url, set())
+    if models in made:
+        reset_tables(models, client_of(url))
+        return
+    drop_tables(models)
+    create_tables(models)
+    made.add(models)
+
+
+def client_of(url: str) -> Any:
+    """A botocore DynamoDB client of the server at ``url``, made once per worker."""
+    if url not in _CLIENTS:
+        _CLIENTS[url] = botocore.session.get_session().create_client(
+            "dynamodb",
+            endpoint_url=url,
+            region_name=CREDENTIALS["region"],
+            aws_access_key_id=CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=CREDENTIALS["aws_secret_access_key"],
+        )
+    return _CLIENTS[url]
+
+
+#: A client of each server (by URL).
 _CLIENTS: dict[str, Any] = {}
+#: The sets of models whose tables this worker has made on each server (by URL).
+_MADE: dict[str, set[tuple[type[Model], ...]]] = {}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
