@@ -32,6 +32,7 @@ from tests.migration_models import (
     WideClick,
     WideReading,
 )
+from tests.tier import sized
 
 pytestmark = pytest.mark.slow
 
@@ -83,8 +84,10 @@ def fields(model: Any, seq: int) -> dict[str, Any]:
 
 
 SEQS = st.integers(min_value=0, max_value=11)
-#: examples per case: 8 under the fast profile, 18 under deep
-EXAMPLES = max(8, settings.default.max_examples // 8)
+#: examples per case: 4 under make test, 18 under make stress (the deep profile)
+EXAMPLES = sized(max(8, settings.default.max_examples // 8), 4)
+#: the most steps an interleaving takes after the migration starts
+STEPS_MAX = sized(25, 15)
 # a phase advance is drawn often, so most runs cross several phases before finish()
 PROCESS = st.integers(min_value=0, max_value=1)
 STEPS = st.one_of(
@@ -319,7 +322,7 @@ def interleave(first: Any, second: Any, to: Any, before: list[Any], steps: list[
 @settings(max_examples=EXAMPLES)
 @given(
     before=st.lists(st.tuples(st.just("save"), st.just(0), SEQS), max_size=8),
-    steps=st.lists(STEPS, min_size=5, max_size=25),
+    steps=st.lists(STEPS, min_size=5, max_size=STEPS_MAX),
 )
 def test_every_interleaving_returns_exactly_the_logical_items(
     case: str, before: list[Any], steps: list[Any]

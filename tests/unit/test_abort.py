@@ -43,6 +43,7 @@ from tests.migration_models import (
     WideClick,
     WideReading,
 )
+from tests.tier import sized
 from tests.unit.test_migration import expect, index_reads, migration_tables
 from tests.unit.test_phase_interleavings import (
     Case,
@@ -182,7 +183,7 @@ def test_an_aborted_change_returns_every_item_to_the_declared_layout(
     alone, and --finish from the unchanged code removes the state."""
     if model is OrderedReading:
         to = ["", "000000000020", "000000000040"]
-    reference = {seq: f"v{seq}" for seq in range(60)}
+    reference = {seq: f"v{seq}" for seq in range(sized(60, 24))}
     with model.batch_write() as batch:
         for seq, value in reference.items():
             batch.save(model(sensor=KEY, seq=seq, value=value))
@@ -207,7 +208,7 @@ def test_a_cursor_and_a_scan_crossing_into_the_return(migration_tables: Simulate
     """A query cursor taken in the change resumes in every later phase of the return
     (each item once); a scan begun in the change raises CursorError once the return
     began (it may have passed keys the return moves items to)."""
-    reference = {seq: f"v{seq}" for seq in range(40)}
+    reference = {seq: f"v{seq}" for seq in range(sized(40, 20))}
     for seq, value in reference.items():
         Reading(sensor=KEY, seq=seq, value=value).save()
     follow(Reading, cache_seconds=0, clock=migration_tables)

@@ -47,6 +47,7 @@ from shardmodel.migration import PHASES, Phase, Reshard, follow, unfollow
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import SimulatedClock, bind_models, create_tables, mock_dynamodb
 from tests.interleavings import Plan, Run, Scheduler, every_schedule, scheduled
+from tests.tier import STRESS, run_seed
 
 pytestmark = pytest.mark.slow
 
@@ -115,15 +116,20 @@ CASES = {
     ),
 }
 
-#: The cases ``make test`` runs; ``make exhaustive`` (SHARDMODEL_EXHAUSTIVE=1) runs every
-#: case: shrinking hash shards and growing random ones (no item moves) repeat the rules
-#: these three exercise, at about twice the cost.
+#: The cases whose every lag ``make test`` runs (one operation pair per lag, a different
+#: one at each lag), beside :data:`DRAWN` cases drawn from all of them by the run's seed
+#: (printed in the header; ``SHARDMODEL_SEED`` replays a draw); ``make stress``
+#: (SHARDMODEL_STRESS=1) runs every case. Shrinking hash shards and growing random ones
+#: (no item moves) repeat the rules these three exercise.
 EVERY_RUN = ["grow counters 2 -> 3", "grow hash 2 -> 3", "shrink random 3 -> 2"]
-EXHAUSTIVE = os.environ.get("SHARDMODEL_EXHAUSTIVE") == "1"
+EXHAUSTIVE = STRESS or os.environ.get("SHARDMODEL_EXHAUSTIVE") == "1"
 #: ... and of the strategy swap, the lags where an old-key writer meets the backfill and
-#: a new-key writer (the fences of every old shard); every lag under ``make exhaustive``.
+#: a new-key writer (the fences of every old shard): every write beside the backfill job,
+#: and every create.
 SWAP = "swap random 3 -> hash 3"
 SWAP_LAGS = [(Phase.DUAL_WRITE, Phase.BACKFILL), (Phase.BACKFILL, Phase.READ_NEW)]
+#: How many more cases ``make test`` draws from the whole set, interleavings and cursors.
+DRAWN = 16
 
 #: The phases a process can be in while the other is in the same one or the next.
 LAGS = list(
@@ -563,12 +569,32 @@ def tables() -> Iterator[None]:
 
 
 def _interleaving_cases() -> Iterator[Any]:
-    for name in sorted(CASES) if EXHAUSTIVE else [*EVERY_RUN, SWAP]:
+    """Every case under ``make stress``; under ``make test`` the fixed slice (see
+    :data:`EVERY_RUN`) and :data:`DRAWN` more drawn by the run's seed."""
+    every = []
+    chosen = []
+    for name in sorted(CASES):
         case = CASES[name]
-        for lag in LAGS if EXHAUSTIVE or name != SWAP else SWAP_LAGS:
-            for kinds, present in _pairs(case, lag):
+        for number, lag in enumerate(LAGS):
+            pairs = list(_pairs(case, lag))
+            for index, (kinds, present) in enumerate(pairs):
                 ident = f"{name}-{lag[0].value}+{lag[1].value}-{'+'.join(kinds)}"
-                yield pytest.param(name, lag, kinds, present, id=ident)
+                param = pytest.param(name, lag, kinds, present, id=ident)
+                every.append(param)
+                rotated = name in EVERY_RUN and index == number % len(pairs)
+                fenced = name == SWAP and lag in SWAP_LAGS and ("job" in kinds or "create" in kinds)
+                if rotated or fenced:
+                    chosen.append(param)
+    if EXHAUSTIVE:
+        return iter(every)
+    return iter(_with_drawn(chosen, every))
+
+
+def _with_drawn(chosen: list[Any], every: list[Any]) -> list[Any]:
+    """``chosen`` and :data:`DRAWN` more of ``every``, drawn by the run's seed."""
+    rest = [param for param in every if param not in chosen]
+    drawn = random.Random(run_seed()).sample(rest, min(DRAWN, len(rest)))
+    return chosen + sorted(drawn, key=every.index)
 
 
 @pytest.mark.parametrize(("name", "lag", "kinds", "present"), list(_interleaving_cases()))
@@ -633,7 +659,12 @@ def _cursor_run(world: World, taken: Phase | None, resumed: Phase | None, forwar
 
 
 def _cursor_cases() -> Iterator[Any]:
-    for name in sorted(CASES) if EXHAUSTIVE else EVERY_RUN:
+    """Every case under ``make stress``; under ``make test``, of the :data:`EVERY_RUN`
+    cases each moment's cursor resumed in the same moment and in the next (the direction
+    turning with the moment), and :data:`DRAWN` more drawn by the run's seed."""
+    every = []
+    chosen = []
+    for name in sorted(CASES):
         for number, taken in enumerate(MOMENTS):
             for resumed in MOMENTS[number:]:
                 for forward in (True, False):
@@ -642,7 +673,14 @@ def _cursor_cases() -> Iterator[Any]:
                         f"{resumed.value if resumed else 'before'}-"
                         f"{'ascending' if forward else 'descending'}"
                     )
-                    yield pytest.param(name, taken, resumed, forward, id=ident)
+                    param = pytest.param(name, taken, resumed, forward, id=ident)
+                    every.append(param)
+                    step = MOMENTS.index(resumed) - number
+                    if name in EVERY_RUN and step <= 1 and forward == (number % 2 == step):
+                        chosen.append(param)
+    if EXHAUSTIVE:
+        return iter(every)
+    return iter(_with_drawn(chosen, every))
 
 
 @pytest.mark.parametrize(("name", "taken", "resumed", "forward"), list(_cursor_cases()))
