@@ -31,8 +31,8 @@ def create_tables(models: Iterable[type[Model]]) -> None:
 
 def _metadata_table(model: type[Model]) -> Any:
     """A dynamic model's metadata table model (None for any other model)."""
-    from shardmodel.model.sharded import ShardedModel
     from shardmodel.engine import sharding_of
+    from shardmodel.model.sharded import ShardedModel
 
     if not (isinstance(model, type) and issubclass(model, ShardedModel)):
         return None
