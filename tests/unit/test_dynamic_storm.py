@@ -102,6 +102,8 @@ def test_metadata_reads_in_a_storm_are_one_per_cooldown() -> None:
             CLOCK.advance(0.05)  # 60 writes in 3 simulated seconds
     throttles = simulator.table_usage("dynamic-surge").write_throttles
     reads = _metadata_reads(simulator, Surge)
-    assert throttles > 20, throttles
+    # the throttle count moves with the retries' jitter (botocore draws it): 20 to 36 in
+    # runs; ten or more throttled writes, each a chance to read the item, make the point
+    assert throttles >= 10, throttles
     assert reads <= 2, (throttles, reads)  # the first grow's read (and the writer's lookup)
     assert Surge.count("storm") == 61
