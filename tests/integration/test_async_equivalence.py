@@ -14,8 +14,11 @@ from tests.apis import AsyncApi
 from tests.counter_equivalence import check_counter_equivalence
 from tests.counter_equivalence import scenarios as counter_scenarios
 from tests.equivalence import check_equivalence, check_iso_equivalence, iso_scenarios, scenarios
+from tests.tier import sized
 
-SETTINGS = settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=sized(15, 8), suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @SETTINGS

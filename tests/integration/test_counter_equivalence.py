@@ -7,9 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 
 from tests.counter_equivalence import EXACT_TOTALS, check_counter_equivalence, scenarios
+from tests.tier import sized
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(40, 20), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios)
 @example(scenario=EXACT_TOTALS)
 def test_counter_model_equals_plain_totals_on_servers(

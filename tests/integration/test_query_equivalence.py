@@ -1,4 +1,5 @@
-"""The equivalence property, smaller, on the servers (moto and dynalite)."""
+"""The equivalence property, smaller, on the servers (moto and dynalite): half the
+examples under make test (the in-process property draws 40), all under make stress."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from tests.equivalence import (
     iso_scenarios,
     scenarios,
 )
+from tests.tier import sized
 
 
-@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(25, 12), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios)
 @example(scenario=CLOSE)
 def test_sharded_query_equals_unsharded_on_servers(backend: str, scenario: dict[str, Any]) -> None:
@@ -23,7 +25,7 @@ def test_sharded_query_equals_unsharded_on_servers(backend: str, scenario: dict[
     check_equivalence(scenario)
 
 
-@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(20, 10), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=iso_scenarios)
 def test_iso_time_buckets_equal_unsharded_on_servers(
     backend: str, scenario: dict[str, Any]

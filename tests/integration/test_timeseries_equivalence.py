@@ -7,9 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 
 from tests.series_equivalence import SPREAD, SPREAD_CHANGED, check_series_equivalence, scenarios
+from tests.tier import sized
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=sized(40, 20), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios)
 @example(scenario=SPREAD)
 @example(scenario=SPREAD_CHANGED)

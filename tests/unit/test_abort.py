@@ -183,7 +183,7 @@ def test_an_aborted_change_returns_every_item_to_the_declared_layout(
     alone, and --finish from the unchanged code removes the state."""
     if model is OrderedReading:
         to = ["", "000000000020", "000000000040"]
-    reference = {seq: f"v{seq}" for seq in range(sized(60, 24))}
+    reference = {seq: f"v{seq}" for seq in range(sized(60, 12))}
     with model.batch_write() as batch:
         for seq, value in reference.items():
             batch.save(model(sensor=KEY, seq=seq, value=value))

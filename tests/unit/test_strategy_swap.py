@@ -126,7 +126,7 @@ def _stored_on_new_keys(model: Any, to: HashShards, reference: dict[int, str]) -
 @pytest.fixture
 def clicks(migration_tables: SimulatedClock) -> Iterator[tuple[SimulatedClock, dict[int, str]]]:
     """Forty clicks on Click's 16 random shards."""
-    reference = {seq: "v0" for seq in range(sized(40, 20))}
+    reference = {seq: "v0" for seq in range(sized(40, 10))}
     for seq in reference:
         Click(SENSOR, seq, value="v0").save()
     yield migration_tables, reference
@@ -169,7 +169,7 @@ def test_random_shards_swapped_for_more_hash_shards_with_every_read_exact(
 def test_hash_shards_on_other_terms_with_every_read_exact(
     migration_tables: SimulatedClock,
 ) -> None:
-    reference = {seq: "v0" for seq in range(sized(40, 20))}
+    reference = {seq: "v0" for seq in range(sized(40, 10))}
     for seq in reference:
         Reading(SENSOR, seq, value="v0").save()
     deployed = _swap_through_every_phase(Reading, TO_SHA, migration_tables, reference)
