@@ -3,37 +3,50 @@
 DynamoDB names what ran out in ``ThrottlingReasons`` (``...KeyRangeThroughputExceeded``
 for one partition, ``...ProvisionedThroughputExceeded`` for the table). Older endpoints
 and emulators omit them; then the table's consumed capacity (CloudWatch) is compared with
-its provisioned capacity: a table throttled well below its provisioned rate has a hot
-partition.
+its provisioned capacity for the side that throttled (reads for a read, writes for a
+write, as the dynamic-sharding guide does): a table throttled well below its provisioned
+rate on that side has a hot partition.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from shardmodel.core.times import Clock, SystemClock
 from shardmodel.retry import is_throttle
 
-__all__ = ["CloudWatchCapacity", "ThrottleScope", "throttle_scope", "throttling_reasons"]
+__all__ = [
+    "READ_OPERATIONS",
+    "CloudWatchCapacity",
+    "Side",
+    "ThrottleScope",
+    "throttle_scope",
+    "throttled_side",
+    "throttling_reasons",
+]
 
 log = logging.getLogger("shardmodel.throttles")
 
 ThrottleScope = Literal["partition", "table"]
+#: The capacity a request consumes: read units or write units.
+Side = Literal["read", "write"]
+
+#: The operations that consume read capacity.
+READ_OPERATIONS = frozenset(
+    {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "ExecuteStatement"}
+)
 
 #: Consumed capacity at or above this share of the provisioned rate means the table is full.
 TABLE_FULL_SHARE = 0.9
 
 
-def throttling_reasons(error: BaseException) -> tuple[str, ...]:
-    """The ``ThrottlingReasons`` of a throttling error, found anywhere in its cause chain.
-
-    Works on botocore's ``ClientError`` and on PynamoDB's errors that wrap it (``PutError``,
-    ``GetError``...). Returns ``()`` when the error carries none.
-    """
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and every error it wraps (PynamoDB's ``cause``, ``__cause__``,
+    ``__context__``), each once."""
     seen: set[int] = set()
     stack: list[BaseException | None] = [error]
     while stack:
@@ -41,11 +54,7 @@ def throttling_reasons(error: BaseException) -> tuple[str, ...]:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        found = getattr(current, "response", None)
-        if isinstance(found, Mapping):
-            reasons = found.get("ThrottlingReasons") or found.get("throttlingReasons")
-            if reasons:
-                return tuple(str(r.get("reason", "")) for r in reasons)
+        yield current
         cause = getattr(current, "cause", None)
         stack.extend(
             [
@@ -54,11 +63,38 @@ def throttling_reasons(error: BaseException) -> tuple[str, ...]:
                 current.__context__,
             ]
         )
+
+
+def throttling_reasons(error: BaseException) -> tuple[str, ...]:
+    """The ``ThrottlingReasons`` of a throttling error, found anywhere in its cause chain.
+
+    Works on botocore's ``ClientError`` and on PynamoDB's errors that wrap it (``PutError``,
+    ``GetError``...). Returns ``()`` when the error carries none.
+    """
+    for current in _chain(error):
+        found = getattr(current, "response", None)
+        if isinstance(found, Mapping):
+            reasons = found.get("ThrottlingReasons") or found.get("throttlingReasons")
+            if reasons:
+                return tuple(str(r.get("reason", "")) for r in reasons)
     return ()
 
 
+def throttled_side(error: BaseException) -> Side:
+    """The capacity that ran out: named by ``ThrottlingReasons``, else the operation's own
+    (a Query throttled on reads, a PutItem on writes)."""
+    reasons = throttling_reasons(error)
+    if reasons:
+        return "read" if all("Read" in reason for reason in reasons) else "write"
+    for current in _chain(error):
+        operation = getattr(current, "operation_name", None)
+        if operation is not None:
+            return "read" if operation in READ_OPERATIONS else "write"
+    return "write"
+
+
 class CloudWatchCapacity:
-    """Is a table's write capacity used up? Consumed (CloudWatch) against provisioned.
+    """Is one side of a table's capacity used up? Consumed (CloudWatch) against provisioned.
 
     Verdicts are cached per table for ``ttl`` seconds: a throttling storm asks CloudWatch
     once, not once per throttled write.
@@ -80,40 +116,43 @@ class CloudWatchCapacity:
         self._factory = client_factory or (lambda: _boto3_client("cloudwatch", region))
         self._ttl = ttl
         self._clock = clock or SystemClock()
-        self._verdicts: dict[str, tuple[float, bool]] = {}
+        self._verdicts: dict[tuple[str, Side], tuple[float, bool]] = {}
         self._lock = threading.Lock()
 
-    def table_full(self, table: str, provisioned_wcu: Callable[[], float]) -> bool:
-        """True when the table consumed at least 90% of its provisioned WCU lately.
+    def table_full(
+        self, table: str, provisioned_units: Callable[[], float], side: Side = "write"
+    ) -> bool:
+        """True when the table consumed at least 90% of its provisioned units of ``side``
+        lately.
 
-        ``provisioned_wcu`` is asked (a DescribeTable) only when no verdict is cached. An
+        ``provisioned_units`` is asked (a DescribeTable) only when no verdict is cached. An
         on-demand table (0 provisioned) is never full by this test. When CloudWatch
         cannot answer, the table counts as not full (a partition throttle).
         """
         now = self._clock.now()
         with self._lock:
-            cached = self._verdicts.get(table)
+            cached = self._verdicts.get((table, side))
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
-        provisioned = provisioned_wcu()
+        provisioned = provisioned_units()
         if provisioned <= 0:
             consumed = 0.0
         else:
             try:
-                consumed = self._consumed_per_second(table)
+                consumed = self._consumed_per_second(table, side)
             except Exception as error:  # no permission, no endpoint: do not block the write
                 log.warning("CloudWatch gave no consumed capacity for %s: %s", table, error)
                 consumed = 0.0
         full = provisioned > 0 and consumed >= TABLE_FULL_SHARE * provisioned
         with self._lock:
-            self._verdicts[table] = (now, full)
+            self._verdicts[(table, side)] = (now, full)
         return full
 
-    def _consumed_per_second(self, table: str) -> float:
+    def _consumed_per_second(self, table: str, side: Side) -> float:
         end = datetime.now(timezone.utc)
         response = self._factory().get_metric_statistics(
             Namespace="AWS/DynamoDB",
-            MetricName="ConsumedWriteCapacityUnits",
+            MetricName=f"Consumed{side.capitalize()}CapacityUnits",
             Dimensions=[{"Name": "TableName", "Value": table}],
             StartTime=end - timedelta(minutes=10),
             EndTime=end + timedelta(minutes=1),  # the current, still open minute too
@@ -136,17 +175,17 @@ def _boto3_client(service: str, region: str | None) -> Any:
 def throttle_scope(
     error: BaseException,
     table: str,
-    provisioned_wcu: Callable[[], float],
+    provisioned_units: Callable[[Side], float],
     capacity: CloudWatchCapacity,
 ) -> ThrottleScope | None:
     """``"partition"``, ``"table"``, or None when ``error`` is not a throttle.
 
     Args:
-        error: the error a write raised.
-        table: the table written.
-        provisioned_wcu: the table's provisioned write capacity (0 for on-demand), asked
-            only when the error carries no ``ThrottlingReasons``.
-        capacity: the CloudWatch fallback.
+        error: the error a request raised.
+        table: the table it was sent to.
+        provisioned_units: the table's provisioned units of a side (0 for on-demand),
+            asked only when the error carries no ``ThrottlingReasons``.
+        capacity: the CloudWatch fallback, asked about the side that throttled.
     """
     if not is_throttle(error):
         return None
@@ -154,4 +193,6 @@ def throttle_scope(
     if reasons:
         hot = any(r.endswith("KeyRangeThroughputExceeded") for r in reasons)
         return "partition" if hot else "table"
-    return "table" if capacity.table_full(table, provisioned_wcu) else "partition"
+    side = throttled_side(error)
+    full = capacity.table_full(table, lambda: provisioned_units(side), side)
+    return "table" if full else "partition"

@@ -32,7 +32,7 @@ from shardmodel.retry import (
     surely_unapplied,
     watch_attempts,
 )
-from shardmodel.throttles import CloudWatchCapacity, ThrottleScope, throttle_scope
+from shardmodel.throttles import CloudWatchCapacity, Side, ThrottleScope, throttle_scope
 
 __all__ = [
     "FIVE_XX_SHARDS",
@@ -108,7 +108,7 @@ def throttle_scope_of(model: type[Any], error: BaseException) -> ThrottleScope |
             clock=directory.settings.clock if directory is not None else SystemClock(),
         )
     scope = throttle_scope(
-        error, model.Meta.table_name, lambda: _provisioned_wcu(model), engine.cloudwatch
+        error, model.Meta.table_name, lambda side: _provisioned(model, side), engine.cloudwatch
     )
     policy = getattr(model.Meta, "table_throttle_policy", None)
     if policy is not None:  # opt-in: a TableThrottlePolicy (shardmodel.ops)
@@ -167,11 +167,13 @@ class _PolicyWatch:
         return None
 
 
-def _provisioned_wcu(model: type[Any]) -> float:
+def _provisioned(model: type[Any], side: Side) -> float:
+    """The table's provisioned units of ``side`` (0 for an on-demand table)."""
     table = sharding_of(model).executor.connection().describe_table()
     if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return 0.0
-    return float(table.get("ProvisionedThroughput", {}).get("WriteCapacityUnits") or 0)
+    units = "ReadCapacityUnits" if side == "read" else "WriteCapacityUnits"
+    return float(table.get("ProvisionedThroughput", {}).get(units) or 0)
 
 
 def growing(

@@ -27,7 +27,7 @@ from attrs import frozen
 from shardmodel.core.times import Clock, SystemClock
 from shardmodel.ops.report import Side, provisioned_units
 from shardmodel.retry import _code
-from shardmodel.throttles import ThrottleScope, throttling_reasons
+from shardmodel.throttles import ThrottleScope, throttled_side
 
 __all__ = ["DECREASES_ANY_TIME", "DECREASES_PER_DAY", "PolicyAction", "TableThrottlePolicy"]
 
@@ -42,10 +42,6 @@ DECREASES_PER_DAY = 27
 CAPACITY_5XX = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 
 #: Operations that read: a throttle of one without ``ThrottlingReasons`` is a read throttle.
-READ_OPERATIONS = frozenset(
-    {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "ExecuteStatement"}
-)
-
 ActionKind = Literal["raise", "lower", "at-limit", "cooling", "partition", "on-demand", "failed"]
 
 
@@ -409,23 +405,14 @@ class TableThrottlePolicy:
 
 def _side_and_index(error: BaseException) -> tuple[Side, str | None]:
     """The side (from ``ThrottlingReasons``, else the operation) and the index throttled."""
-    side: Side = "write"
     index = None
     cause = getattr(error, "cause", None) or error
     found = getattr(cause, "response", None) or {}
-    reasons = throttling_reasons(error)
-    reads = (
-        all("Read" in r for r in reasons)
-        if reasons
-        else (getattr(cause, "operation_name", None) in READ_OPERATIONS)
-    )
-    if reads:
-        side = "read"
     for entry in found.get("ThrottlingReasons") or []:
         resource = str(entry.get("resource", ""))
         if "/index/" in resource:
             index = resource.split("/index/", 1)[1]
-    return side, index
+    return throttled_side(error), index
 
 
 def _on_demand(description: dict[str, Any]) -> bool:
