@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from shardmodel.testing import bind_models, mock_dynamodb
-from tests import moto_speed
+from tests import moto_speed, tier
 from tests.apis import AsyncApi
 from tests.models import ALL_MODELS
 from tests.support import restore_tables, shard_directory
@@ -72,11 +72,22 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+def _scales(item: pytest.Item) -> bool:
+    """The test's module sizes itself by the tier (it imports from tests/tier.py): make
+    stress runs it whole, at full size, with its moto server runs."""
+    names = vars(getattr(item, "module", None) or object())
+    return any(
+        name in names and names[name] is getattr(tier, name)
+        for name in ("STRESS", "sized", "examples", "stress_only")
+    )
+
+
 def _long(item: pytest.Item) -> bool:
     return (
         item.get_closest_marker("stress") is not None
         or item.get_closest_marker("slow") is not None
         or "tests/property" in str(item.path)
+        or _scales(item)
     )
 
 
@@ -84,10 +95,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The tier's tests, the slow ones first (in their collection order).
 
     ``make test`` leaves out the tests marked ``stress``; ``make stress`` runs only the
-    long ones (marked ``stress`` or ``slow``, and the property tests): ``make test``
-    runs the rest. pytest-xdist hands tests out in this order, so both workers start on
-    the minutes-long tests and the run ends on short ones: a slow test collected last
-    ran alone for its whole length while the other worker sat idle.
+    long ones (marked ``stress`` or ``slow``, the property tests, and every test of a
+    module that sizes itself by the tier): ``make test`` runs the rest. pytest-xdist
+    hands tests out in this order, so both workers start on the minutes-long tests and
+    the run ends on short ones: a slow test collected last ran alone for its whole
+    length while the other worker sat idle.
     """
     kept = [
         item
