@@ -300,8 +300,14 @@ def _offline_lean() -> LeanClient:
 
 
 def _client(url: str, attempts: int = 3, read_timeout: float = 5, **config: Any) -> Any:
+    """A client of the scripted server ``url``, with the handlers a user's client has.
+
+    Once moto is imported (any test of the process may have), botocore gives every new
+    client moto's ``before-send`` stub, and the lean path then builds each request for
+    it: the path of a user's client, with only PynamoDB's handlers, would go untested.
+    """
     session = botocore.session.get_session()
-    return session.create_client(
+    client = session.create_client(
         "dynamodb",
         region_name="us-east-1",
         endpoint_url=url,
@@ -315,6 +321,11 @@ def _client(url: str, attempts: int = 3, read_timeout: float = 5, **config: Any)
             **config,
         ),
     )
+    if "moto.core.models" in sys.modules:
+        client.meta.events.unregister(
+            "before-send", sys.modules["moto.core.models"].botocore_stubber
+        )
+    return client
 
 
 def _connection(url: str, lean: bool, attempts: int = 3, read_timeout: float = 5) -> Any:
