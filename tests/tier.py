@@ -17,6 +17,9 @@ import pytest
 
 #: True under ``make stress``.
 STRESS = os.environ.get("SHARDMODEL_STRESS") == "1"
+#: Scenarios at full size: under ``make stress``, or with ``SHARDMODEL_FULL_SIZES=1`` on
+#: any selection (``make mutants`` measured with the sizes before the tiers).
+FULL_SIZES = STRESS or os.environ.get("SHARDMODEL_FULL_SIZES") == "1"
 
 
 def stress_only(reason: str) -> pytest.MarkDecorator:
@@ -43,7 +46,7 @@ def sized(full: int, small: int) -> int:
     ``small`` still crosses every rule the scenario checks (items on every shard a change
     moves, a writer in every phase); ``full`` is the size the scenario was written at.
     """
-    return full if STRESS else small
+    return full if FULL_SIZES else small
 
 
 def examples(full: int | None = None, small: int = 10) -> Any:
@@ -52,6 +55,6 @@ def examples(full: int | None = None, small: int = 10) -> Any:
     the profile's count (or ``full``) under ``make stress``."""
     from hypothesis import settings
 
-    if STRESS:
+    if FULL_SIZES:
         return settings() if full is None else settings(max_examples=full)
     return settings(max_examples=small)
