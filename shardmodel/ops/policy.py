@@ -25,9 +25,9 @@ from typing import Any, Literal
 from attrs import frozen
 
 from shardmodel.core.times import Clock, SystemClock
-from shardmodel.ops.report import Side, provisioned_units
+from shardmodel.ops.report import provisioned_units
 from shardmodel.retry import _code
-from shardmodel.throttles import ThrottleScope, throttled_side
+from shardmodel.throttles import Side, ThrottleScope, throttled_side
 
 __all__ = ["DECREASES_ANY_TIME", "DECREASES_PER_DAY", "PolicyAction", "TableThrottlePolicy"]
 
@@ -41,7 +41,6 @@ DECREASES_PER_DAY = 27
 #: 5xx codes an on-demand table answers while it adapts to a traffic jump.
 CAPACITY_5XX = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
 
-#: Operations that read: a throttle of one without ``ThrottlingReasons`` is a read throttle.
 ActionKind = Literal["raise", "lower", "at-limit", "cooling", "partition", "on-demand", "failed"]
 
 

@@ -17,11 +17,10 @@ from typing import Any, Literal
 
 from attrs import frozen
 
-from shardmodel.throttles import TABLE_FULL_SHARE
+from shardmodel.throttles import TABLE_FULL_SHARE, Side
 
 __all__ = ["CapacityRow", "ThrottleReport", "throttle_report"]
 
-Side = Literal["read", "write"]
 Scope = Literal["partition", "table", "partition and table"]
 
 _PARTITION_CAUSES = ("KeyRangeThroughputThrottleEvents",)
