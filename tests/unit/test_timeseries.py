@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -38,6 +39,18 @@ SENSOR = "sensor-alpha-001"
 AT = datetime(2023, 10, 27, 15, 4, 5, 123456, tzinfo=UTC)
 
 
+def guide_time(ts: Any) -> datetime:
+    """The guide's code for the time it is given: a datetime, an ISO string or epoch seconds.
+
+    Epoch seconds become whole microseconds by ``int(ts * 1_000_000)``: truncated.
+    """
+    if isinstance(ts, datetime):
+        return ts.astimezone(timezone.utc)
+    if isinstance(ts, str):
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=int(ts * 1_000_000))
+
+
 class GuideTimeSeriesManager:
     """The guides' hand-written hybrid layout, on boto3, written without shardmodel.
 
@@ -53,8 +66,8 @@ class GuideTimeSeriesManager:
     def _shard(self, sensor_id: str) -> int:
         return int(hashlib.md5(sensor_id.encode("utf-8")).hexdigest(), 16) % self.num_shards
 
-    def put_reading(self, sensor_id: str, timestamp: datetime, value: Decimal) -> None:
-        ts = timestamp.astimezone(timezone.utc)
+    def put_reading(self, sensor_id: str, timestamp: Any, value: Decimal) -> None:
+        ts = guide_time(timestamp)
         self.table.put_item(
             Item={
                 "PK": f"{self._shard(sensor_id)}#{ts.strftime('%Y-%m-%dT%H')}",
@@ -162,6 +175,51 @@ def test_a_table_written_by_the_guide_reads_unchanged() -> None:
     ]
     loaded = SeriesReading.get("7#2023-10-27T15", f"{SENSOR}#2023-10-27T15:04:05.123456Z")
     assert (loaded.sensor_id, loaded.timestamp) == (SENSOR, AT)
+
+
+def guide_inputs() -> list[Any]:
+    """2,000 ``time.time()`` floats of a day, and ints, Decimals, ISO strings and datetimes.
+
+    Drawn from a fixed seed: about four in ten of the floats end within half a
+    microsecond below the next one, where rounding and the guide's truncation part.
+    """
+    draw = random.Random(45)
+    start = 1_795_900_000.0
+    floats = [start + draw.random() * 86_400 for _ in range(2_000)]
+    return [
+        *floats,
+        *(int(f) for f in floats[:50]),
+        *(Decimal(repr(f)) for f in floats[:50]),
+        Decimal("1698419045.1234569"),
+        "2023-10-27T15:04:05.1234569Z",
+        "2023-10-27T17:04:05.999999999+02:00",
+        AT,
+        datetime(2023, 10, 27, 17, 4, 5, 999999, timezone(timedelta(hours=2))),
+    ]
+
+
+def test_series_keys_are_byte_identical_to_the_guides_for_every_kind_of_time() -> None:
+    """The sort key of a float, int, Decimal, ISO or datetime time is the guide's, to the byte."""
+    for given in guide_inputs():
+        guide = guide_time(given)
+        keys = SeriesReading(sensor_id=SENSOR, timestamp=given).serialize()
+        assert keys["SK"]["S"] == f"{SENSOR}#{guide.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}", given
+        assert keys["PK"]["S"] == f"7#{guide.strftime('%Y-%m-%dT%H')}", given
+
+
+def test_a_guide_written_reading_is_read_by_the_float_the_guide_was_given(
+    guide_table: str,
+) -> None:
+    """get_reading(sensor, t) finds what the guide put at t; a save of it adds no second item."""
+    floats = [f for f in guide_inputs()[:2_000] if f * 1_000_000 % 1 >= 0.5][:40]
+    guide = GuideTimeSeriesManager("series-readings")
+    for n, when in enumerate(floats):
+        guide.put_reading(SENSOR, when, Decimal(n))
+    for n, when in enumerate(floats):
+        found = SeriesReading.get_reading(SENSOR, when)
+        assert found.value == n
+        SeriesReading(sensor_id=SENSOR, timestamp=when, value=n).save()
+    assert len(raw_items(SeriesReading)) == len(floats)
 
 
 class QueryLog:
