@@ -1,10 +1,11 @@
 """Capacity arithmetic: partitions of a table, what each gets, and shards a hot key needs.
 
-DynamoDB's published rules: a partition serves 3,000 read units and 1,000 write units a
-second and holds 10 GB; a table starts with ``ceil(rcu / 3000 + wcu / 1000)`` partitions
-(at least one per 10 GB), and a provisioned table's throughput is divided evenly over
-them. A write costs one unit per started KB; a Query costs one unit per started 4 KB of
-the items it reads together, half of that when eventually consistent.
+DynamoDB's published rules: a partition serves 3,000 read units or 1,000 write units a
+second, or a linear mix of the two (2,000 RCU leave 333 WCU), and holds 10 GB; a table
+starts with ``ceil(rcu / 3000 + wcu / 1000)`` partitions (at least one per 10 GB), and a
+provisioned table's throughput is divided evenly over them. A write costs one unit per
+started KB; a Query costs one unit per started 4 KB of the items it reads together, half
+of that when eventually consistent.
 
 A plan keeps headroom (:data:`DEFAULT_HEADROOM`, 2x, as the capacity guides advise): shards
 picked at random, or by hashing values, are never loaded exactly evenly, and a count sized
@@ -22,6 +23,7 @@ from typing import Literal
 from attrs import frozen
 
 __all__ = [
+    "CHUNKY_EXCESS",
     "DEFAULT_HEADROOM",
     "MAX_HEADROOM",
     "MAX_ITEM_BYTES",
@@ -148,7 +150,62 @@ def query_units(item_bytes: int, items_per_read: int = 1, consistent: bool = Fal
     return float(units) if consistent else units / 2
 
 
+#: Writes a second a planned layout may throttle on average when each write is a large
+#: share of a partition: at most one in a 50-second run.
+CHUNKY_EXCESS = 0.02
+
+
+def _excess(writes: int, shards: int, fits: int) -> float:
+    """Writes a second refused over ``shards`` random shards that each take ``fits`` a second.
+
+    ``shards * E[(X - fits)+]`` for ``X ~ Binomial(writes, 1 / shards)``: a shard's
+    writes in one second, when each of ``writes`` evenly spaced writes picks a shard.
+    """
+    if shards <= 1:
+        return float(max(0, writes - fits))
+    p = 1.0 / shards
+    mean = writes * p
+    if fits > mean + 12 * math.sqrt(mean) + 12:
+        return 0.0
+    log_pmf = writes * math.log1p(-p)  # j = 0
+    ratio = math.log(p) - math.log1p(-p)
+    excess = 0.0
+    top = min(writes, int(fits + 12 * math.sqrt(mean) + 40))
+    for j in range(top + 1):
+        if j > fits:
+            excess += (j - fits) * math.exp(log_pmf)
+        if j < writes:
+            log_pmf += math.log(writes - j) - math.log(j + 1) + ratio
+    return shards * excess
+
+
+def _chunky_shards(writes: float, units: int, start: int) -> int:
+    """Shards at or above ``start`` over which random writes of ``units`` WCU each throttle
+    at most :data:`CHUNKY_EXCESS` writes a second.
+
+    A partition takes ``1000 // units`` such writes a second (two of 400 KB): the
+    headroom on the mean does not cover a shard that draws one write too many.
+    """
+    count = math.ceil(writes)
+    fits = PARTITION_WCU // units
+    if count <= 1 or _excess(count, start, fits) <= CHUNKY_EXCESS:
+        return start
+    low, high = start, start * 2
+    while _excess(count, high, fits) > CHUNKY_EXCESS:
+        low, high = high, high * 2
+        if high > 10**15:
+            return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _excess(count, middle, fits) <= CHUNKY_EXCESS:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 Suggestion = Literal["none", "random", "hashed"]
+Binding = Literal["reads", "writes", "both"]
 
 
 @frozen
@@ -166,6 +223,9 @@ class ShardPlan:
         fan_out_units: read units a second *each* shard takes if every Query reads every
             shard (a Query of the whole logical key under ``RandomShards``): the Queries
             do not spread, only the items each one reads.
+        mixed_shards: partitions the reads and writes need together with the headroom: a
+            partition serves 3,000 RCU or 1,000 WCU or a linear mix, so the shares add
+            (2,000 RCU and 600 WCU are 1.27 partitions' worth, not the larger 0.67).
     """
 
     read_units: float
@@ -174,30 +234,43 @@ class ShardPlan:
     write_shards: int
     headroom: float = DEFAULT_HEADROOM
     fan_out_units: float = 0.0
+    mixed_shards: int = 1
 
     @property
     def shards(self) -> int:
-        """The larger of the two counts: what the key needs."""
-        return max(self.read_shards, self.write_shards)
+        """What the key needs: the larger side's count, or both sides' shares together."""
+        return max(self.read_shards, self.write_shards, self.mixed_shards)
 
     @property
-    def binding(self) -> str:
-        """``"reads"`` or ``"writes"``: the side that sets the count (writes on a tie)."""
+    def binding(self) -> Binding:
+        """The side that sets the count: ``"reads"``, ``"writes"`` (on a tie), or
+        ``"both"`` when neither alone needs as many shards as the two together."""
+        if self.mixed_shards > max(self.read_shards, self.write_shards):
+            return "both"
         return "reads" if self.read_shards > self.write_shards else "writes"
+
+    @property
+    def shard_load(self) -> float:
+        """The share of its partition each shard takes under ``RandomShards``, headroom
+        included: every Query's fan-out units plus a shard's part of the writes."""
+        reads = self.fan_out_units / PARTITION_RCU
+        writes = self.write_units / (self.shards * PARTITION_WCU)
+        return (reads + writes) * self.headroom
 
     @property
     def suggestion(self) -> Suggestion:
         """The strategy the plan advises.
 
         ``"none"``: one partition serves the key. ``"random"``: ``RandomShards(shards)``,
-        when writes bind and Queries of the whole key (every shard each) still fit each
-        shard with the headroom. ``"hashed"``: ``HashShards(shards, on=[...])`` on the
-        attributes the reads fix, so each read touches one shard.
+        when reads do not bind and Queries of the whole key (every shard each) with each
+        shard's writes still fit each shard with the headroom (:attr:`shard_load`).
+        ``"hashed"``: ``HashShards(shards, on=[...])`` on the attributes the reads fix, so
+        each read touches one shard.
         """
         if self.shards == 1:
             return "none"
-        fits = self.fan_out_units * self.headroom <= PARTITION_RCU * (1 + 1e-9)
-        return "random" if self.binding == "writes" and fits else "hashed"
+        fits = self.shard_load <= 1 + 1e-9
+        return "random" if self.binding != "reads" and fits else "hashed"
 
 
 def shards_for(
@@ -210,7 +283,9 @@ def shards_for(
 ) -> ShardPlan:
     """The shards one logical key needs for its traffic, with DynamoDB's unit rounding.
 
-    Each side's count is ``ceil(units * headroom / per-partition limit)``.
+    Each side's count is ``ceil(units * headroom / per-partition limit)``; the key needs
+    the larger, or ``ceil((rcu / 3000 + wcu / 1000) * headroom)`` when both sides
+    together need more (a partition's reads and writes share one limit, linearly).
 
     Args:
         item_bytes: the size of one item (attribute names included), at most 400 KB.
@@ -242,7 +317,10 @@ def shards_for(
     write_total = writes * wcu_each
     read_shards = max(1, _ceil(read_total * spare / PARTITION_RCU))
     write_shards = max(1, _ceil(write_total * spare / PARTITION_WCU))
-    shards = max(read_shards, write_shards)
+    if spare > 1 and writes:
+        write_shards = _chunky_shards(writes, wcu_each, write_shards)
+    mixed_shards = max(1, _ceil((read_total / PARTITION_RCU + write_total / PARTITION_WCU) * spare))
+    shards = max(read_shards, write_shards, mixed_shards)
     per_shard_items = math.ceil(_number("items_per_read", items_per_read) / shards)
     return ShardPlan(
         read_units=read_total,
@@ -251,4 +329,5 @@ def shards_for(
         write_shards=write_shards,
         headroom=spare,
         fan_out_units=reads * query_units(item_bytes, per_shard_items, consistent),
+        mixed_shards=mixed_shards,
     )

@@ -1,9 +1,11 @@
 """Per-partition capacity: token buckets that admit or throttle reads and writes.
 
-Each physical partition accepts its limit of read units and of write units in every
-simulated second. A request is admitted while its partition's second (and the table's,
-when a table limit is set) has room; otherwise it is throttled with a reason that names
-what ran out, as DynamoDB's ``ThrottlingReasons`` do. A table limit may borrow unused
+Each physical partition accepts its limit of read units or of write units in every
+simulated second, or a linear mix of the two, as DynamoDB's partitions do: 2,000 RCU
+(two thirds of 3,000) leave a third of 1,000 WCU, 333 WCU. A request is admitted while
+its partition's second (and the table's, when a table limit is set) has room; otherwise
+it is throttled with a reason that names what ran out, as DynamoDB's
+``ThrottlingReasons`` do. A table limit may borrow unused
 capacity of earlier seconds (burst credit); a partition limit never does.
 """
 
@@ -29,6 +31,10 @@ __all__ = [
 ]
 
 Kind = Literal["read", "write"]
+
+_SIDES: tuple[Kind, Kind] = ("read", "write")
+#: What one partition serves a second of each side alone (a mix shares it linearly).
+_PHYSICAL: dict[Kind, float] = {"read": float(PARTITION_RCU), "write": float(PARTITION_WCU)}
 
 
 def _positive(instance: object, attribute: object, value: float | None) -> None:
@@ -278,10 +284,28 @@ class CapacityLedger:
         usage = self._usage.setdefault(partition, {})
         usage[name] = usage.get(name, 0.0) + amount
 
+    def _mixed_full(self, partition: PartitionId, kind: Kind, second: int, units: float) -> bool:
+        """True when ``units`` more of ``kind`` overfill the partition's reads and writes
+        together: each side's share of its physical limit (DynamoDB's 3,000 RCU and 1,000
+        WCU, or a larger limit set) added, as DynamoDB's partitions take a linear mix.
+
+        A provisioned share below those limits is each side's own bucket (``room``); an
+        idle second takes one charge of any size, as ``room`` does.
+        """
+        used = 0.0
+        for side in _SIDES:
+            windows = self._windows.get((partition, side))
+            if windows is not None:
+                used += windows.used.get(second, 0.0) / max(windows.rate, _PHYSICAL[side])
+        own = self._windows[(partition, kind)]
+        need = units / max(own.rate, _PHYSICAL[kind])
+        return used > 1e-9 and used + need > 1 + 1e-9
+
     def _try(self, charge: Charge, kind: Kind, now: float) -> Throttle | None:
         second = math.floor(now)
         windows = self._partition_windows(charge.partition, kind)
-        if windows.room(second, charge.units) is None:
+        full = self._mixed_full(charge.partition, kind, second, charge.units)
+        if full or windows.room(second, charge.units) is None:
             return Throttle(
                 _reason(charge.partition, kind, "KeyRangeThroughputExceeded"), charge.partition
             )

@@ -92,7 +92,7 @@ def test_writes_that_bind_still_suggest_hashing_when_whole_key_queries_would_thr
     every shard 0.5 RCU per Query, 2,000 RCU/s, over 3,000 / 2: hash on what reads fix.
     """
     plan = shards_for(1024, reads_per_second=4000, writes_per_second=3000)
-    assert (plan.binding, plan.shards, plan.fan_out_units) == ("writes", 6, 2000)
+    assert (plan.write_shards, plan.shards, plan.fan_out_units) == (6, 8, 2000)
     assert plan.suggestion == "hashed"
     assert shards_for(1024, reads_per_second=100, writes_per_second=3000).suggestion == "random"
     assert shards_for(1024, writes_per_second=100).suggestion == "none"
@@ -176,3 +176,20 @@ def test_a_hot_key_throttles_at_its_partitions_share(
     )
     Ledger(pk=cold, sk=0).save()  # another partition still has its own 50
     assert sim.table_usage("capacity-ledger").write_units == 51 < 150
+
+
+def test_reads_and_writes_of_one_key_share_each_partition_linearly() -> None:
+    """A partition takes 3,000 RCU or 1,000 WCU or a mix: 2,000 RCU + 600 WCU is 1.27 of one.
+
+    Neither side alone needs a second partition; together they do, and with the default
+    2x headroom they need ceil(2.53) = 3, where the larger side alone asks for 2.
+    """
+    bare = shards_for(4096, reads_per_second=2000, writes_per_second=150, headroom=1,
+                      consistent=True)  # fmt: skip
+    assert (bare.read_units, bare.write_units) == (2000, 600)
+    assert (bare.read_shards, bare.write_shards, bare.shards) == (1, 1, 2)
+    assert bare.binding == "both"
+    planned = shards_for(4096, reads_per_second=2000, writes_per_second=150, consistent=True)
+    assert (planned.read_shards, planned.write_shards, planned.shards) == (2, 2, 3)
+    # RandomShards(3) would read every shard on every Query: 2,000 RCU each, too much
+    assert planned.shard_load > 1 and planned.suggestion == "hashed"

@@ -66,6 +66,28 @@ def test_a_partition_admits_its_limit_each_second() -> None:
     assert (usage.write_units, usage.write_throttles) == (2000, 1000)
 
 
+def test_reads_and_writes_share_a_partition_linearly() -> None:
+    """3,000 RCU or 1,000 WCU, or a mix: 2,000 RCU leave 333 WCU, not 1,000 (nor 600)."""
+    ledger = CapacityLedger(CapacityLimits())
+    reads = [Charge(HOT, 1.0) for _ in range(2_000)]
+    assert sum(1 for c in reads if not ledger.admit_all([c], "read", 5.2)) == 2_000
+    writes = [Charge(HOT, 1.0) for _ in range(600)]
+    assert _admitted(ledger, writes, 5.5) == 333
+    # the writes left a ninth of the second: reads fill it and no more
+    assert sum(1 for c in reads if not ledger.admit_all([c], "read", 5.9)) == 1
+    assert _admitted(ledger, writes, 6.0) == 600  # a new second, nothing read yet
+    usage = ledger.usage()[HOT]
+    assert (usage.write_throttles, usage.read_throttles) == (267, 1_999)
+    # 600 WCU leave 1,200 RCU: a read of 1,201 is refused, one of 1,200 fills the second
+    assert ledger.admit_all([Charge(HOT, 1_201.0)], "read", 6.5)
+    assert not ledger.admit_all([Charge(HOT, 1_200.0)], "read", 6.5)
+    assert ledger.admit_all([Charge(HOT, 0.5)], "read", 6.6)
+    # a provisioned share (100 WCU) is each side's own bucket: full writes leave reads
+    share = CapacityLedger(CapacityLimits(partition_wcu=100))
+    assert _admitted(share, writes, 1.0) == 100
+    assert not share.admit_all([Charge(HOT, 2_000.0)], "read", 1.5)  # 0.1 + 0.67 of it
+
+
 def test_charges_in_any_time_order_land_in_their_own_second() -> None:
     """A retry charged in a later second does not take an earlier second's capacity."""
     ledger = CapacityLedger(CapacityLimits(partition_wcu=10))
