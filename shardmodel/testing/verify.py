@@ -1,40 +1,43 @@
 """Run a capacity plan's suggested layout on the capacity simulator, at the planned rate.
 
 :func:`verify_plan` is what ``shardmodel plan --verify`` runs: advice must hold in the
-library's own simulator. It declares a model with the strategy the plan suggests
-(:attr:`shardmodel.capacity.ShardPlan.suggestion`) on a fresh table of in-process moto,
-drives the planned writes a second for ``seconds`` simulated seconds (items of the planned
-size, spread as the strategy spreads them), then the planned Queries a second (each
-reading every shard under ``RandomShards``, one shard under ``HashShards``, with the
-planned items a Query), and counts what the simulator throttled. On-demand partitions:
-1,000 WCU and 3,000 RCU a second each, every physical key on its own.
+library's own simulator. It takes the strategy the plan suggests
+(:attr:`shardmodel.capacity.ShardPlan.suggestion`), places the planned writes a second
+as that strategy places them (the strategy's own ``pick`` or hash), and sends the planned
+Queries a second (each reading every shard under ``RandomShards``, the first page the
+merged query asks of each, one shard under ``HashShards``), both sides at once for
+``seconds`` simulated seconds, and counts what the simulator's capacity ledger throttled.
+On-demand partitions: 1,000 WCU and 3,000 RCU a second each, or a linear mix, every
+physical key on its own.
+
+It charges the ledger directly, the rates and not a server's answers: a verification of
+any accepted input takes seconds. Where the requests are more than
+:data:`MAX_VERIFY_REQUESTS`, it follows a sample of the shards (every shard is placed
+alike, so each is a fair draw) and scales their throttles to the whole layout.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
-import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from attrs import frozen
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from shardmodel.capacity import DEFAULT_HEADROOM, ShardPlan, shards_for
-from shardmodel.core.tables import create_table
-from shardmodel.keyspace.keys import PhysicalKey
+from shardmodel.capacity import DEFAULT_HEADROOM, ShardPlan, query_units, shards_for, write_units
+from shardmodel.engine.merge import first_page_size
 from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards, RandomShards
-from shardmodel.sizing import item_size
-from shardmodel.testing.backend import mock_dynamodb
-from shardmodel.testing.clock import SimulatedClock
-from shardmodel.testing.load import run_load
-from shardmodel.testing.simulator import CapacitySimulator
+from shardmodel.testing.capacity import CapacityLedger, CapacityLimits, Charge, PartitionId
 
 __all__ = ["MAX_VERIFY_REQUESTS", "PlanRun", "verify_plan"]
 
-#: The most requests a verification sends (rate x seconds, Queries x shards they read):
-#: in-process moto answers a few thousand a second.
-MAX_VERIFY_REQUESTS = 200_000
+#: The most shard requests a verification charges one by one; beyond it a sample of the
+#: shards is followed.
+MAX_VERIFY_REQUESTS = 1_000_000
+
+_TABLE = "planned"
 
 
 @frozen
@@ -44,12 +47,14 @@ class PlanRun:
     Attributes:
         plan: the plan that was run.
         strategy: the layout, as declared (``"RandomShards(20)"``).
-        seconds: simulated seconds of each side's load.
+        seconds: simulated seconds of the load (both sides at once).
         writes: writes sent.
-        reads: Queries sent (a Query of every shard counts once per shard).
-        write_throttles: write attempts the simulator refused.
-        read_throttles: read attempts the simulator refused.
-        failures: operations that raised after every retry.
+        reads: shard Queries sent (a Query of every shard counts once per shard).
+        write_throttles: write attempts the simulator refused (scaled when sampled).
+        read_throttles: read attempts the simulator refused (scaled when sampled).
+        failures: operations that raised after every retry (none retry here: 0 unless
+            a throttle is counted as one; kept for the report).
+        sampled: shards followed (the layout's count when every one was).
     """
 
     plan: ShardPlan
@@ -60,6 +65,7 @@ class PlanRun:
     write_throttles: int
     read_throttles: int
     failures: int
+    sampled: int = 0
 
     @property
     def throttles(self) -> int:
@@ -72,33 +78,11 @@ class PlanRun:
         return self.throttles == 0 and self.failures == 0
 
 
-def _models(table: str, strategy: Any, seed: int) -> tuple[Any, Any]:
-    """The planned model, and a plain one on the same table that fills chosen shards."""
-    from pynamodb.models import Model
-
-    from shardmodel.attributes import ShardedKeyAttribute
-    from shardmodel.model.sharded import ShardedModel
-
-    class PlannedKey(ShardedModel):
-        class Meta:
-            table_name = table
-            region = "us-east-1"
-            max_retry_attempts = 0  # every throttle counts: none is hidden by a retry
-
-        key = ShardedKeyAttribute(hash_key=True, strategy=strategy, rng=random.Random(seed))
-        seq = NumberAttribute(range_key=True)
-        pad = UnicodeAttribute(null=True)
-
-    class StoredItem(Model):
-        class Meta:
-            table_name = table
-            region = "us-east-1"
-
-        key = UnicodeAttribute(hash_key=True)
-        seq = NumberAttribute(range_key=True)
-        pad = UnicodeAttribute(null=True)
-
-    return PlannedKey, StoredItem
+def _check(count: Any, shards: int | None, seconds: Any) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
+        raise ValueError(f"verify_plan(shards={shards!r}): give an int from 1 to {MAX_SHARDS}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 1 <= seconds <= 60:
+        raise ValueError(f"verify_plan(seconds={seconds!r}): give from 1 to 60 simulated seconds")
 
 
 def verify_plan(
@@ -112,16 +96,17 @@ def verify_plan(
     shards: int | None = None,
     seconds: float = 2.0,
     seed: int = 0,
+    on_second: Callable[[int, int], None] | None = None,
 ) -> PlanRun:
     """Plan one hot key's traffic (:func:`~shardmodel.capacity.shards_for`) and run it.
 
     The arguments are ``shards_for``'s; ``shards`` overrides the planned count (to see
-    what a smaller layout does), ``seconds`` is how long each side runs, ``seed`` seeds
-    the random picks. Runs on its own table of in-process moto (nested in a running
-    :func:`~shardmodel.testing.mock_dynamodb` it shares it), never on AWS.
+    what a smaller layout does), ``seconds`` is how long the load runs, ``seed`` seeds
+    the random picks, ``on_second(done, total)`` is called after each simulated second
+    (the command line prints it).
 
     Raises:
-        ValueError: bad arguments, or more than :data:`MAX_VERIFY_REQUESTS` requests.
+        ValueError: bad arguments, named.
     """
     plan = shards_for(item_bytes, reads_per_second, items_per_read, writes_per_second,
                       consistent, headroom)  # fmt: skip
@@ -131,97 +116,109 @@ def verify_plan(
             "takes; verify a lower rate"
         )
     count = plan.shards if shards is None else shards
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_SHARDS:
-        raise ValueError(f"verify_plan(shards={shards!r}): give an int from 1 to {MAX_SHARDS}")
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 1 <= seconds <= 60:
-        raise ValueError(f"verify_plan(seconds={seconds!r}): give from 1 to 60 simulated seconds")
+    _check(count, shards, seconds)
     hashed = plan.suggestion == "hashed"
-    per_query = count if not hashed else 1
+    strategy: Any = HashShards(count, on="seq") if hashed else RandomShards(count)
+    page = items_per_read if hashed else first_page_size(items_per_read, count)
+    per_query = 1 if hashed else count
     requests = (writes_per_second + reads_per_second * per_query) * seconds
-    if requests > MAX_VERIFY_REQUESTS:
-        raise ValueError(
-            f"verifying this plan sends {requests:,.0f} requests, over the "
-            f"{MAX_VERIFY_REQUESTS:,} a verification may send (in-process moto answers a "
-            "few thousand a second); verify a lower rate or fewer seconds"
-        )
-    strategy = HashShards(count, on="seq") if hashed else RandomShards(count)
-    with mock_dynamodb():
-        model, stored = _models(f"planned-{uuid.uuid4().hex[:12]}", strategy, seed)
-        create_table(model)
-        try:
-            pad = _pad(model, stored, item_bytes, count)
-            per_shard = items_per_read if hashed else math.ceil(items_per_read / count)
-            keys = _fill(model, stored, strategy, count, per_shard if reads_per_second else 0, pad)
-            clock = SimulatedClock(start=1_000_000)
-            simulator = CapacitySimulator(clock=clock, seed=seed, buffer_writes=True)
-            rng = random.Random(seed)
-            with simulator.attach(model):
-                failures = 0
-                if writes_per_second > 0:
-
-                    def write(n: int) -> None:
-                        model("hot", rng.randrange(10**12), pad=pad).save()
-
-                    failures += run_load(clock, writes_per_second, seconds, write).failures
-                if reads_per_second > 0:
-
-                    def read(n: int) -> None:
-                        for key in [rng.choice(keys)] if hashed else keys:
-                            query = model.query(
-                                PhysicalKey(key), consistent_read=consistent, limit=per_shard
-                            )
-                            list(query)
-
-                    failures += run_load(clock, reads_per_second, seconds, read).failures
-            usage = simulator.table_usage(model.Meta.table_name)
-        finally:
-            model.delete_table()
+    followed = count if requests <= MAX_VERIFY_REQUESTS else _sample(count, requests)
+    run = _Run(
+        strategy,
+        count,
+        followed,
+        write_units(item_bytes),
+        query_units(item_bytes, page, consistent),
+        random.Random(seed),
+    )
+    whole = math.ceil(seconds)
+    for second in range(whole):
+        span = min(1.0, seconds - second)
+        run.second(second, span, writes_per_second, reads_per_second, hashed)
+        if on_second is not None:
+            on_second(second + 1, whole)
+    scale = count / followed
     return PlanRun(
         plan=plan,
         strategy=f"{type(strategy).__name__}({count})",
         seconds=float(seconds),
         writes=round(writes_per_second * seconds),
         reads=round(reads_per_second * seconds) * per_query,
-        write_throttles=usage.write_throttles,
-        read_throttles=usage.read_throttles,
-        failures=failures,
+        write_throttles=round(run.write_throttles * scale),
+        read_throttles=round(run.read_throttles * scale),
+        failures=0,
+        sampled=followed,
     )
 
 
-def _pad(model: Any, stored: Any, item_bytes: int, count: int) -> str:
-    """The pad that makes a stored item ``item_bytes`` long (or as near), shard suffix included.
+def _sample(count: int, requests: float) -> int:
+    """Shards to follow so that about MAX_VERIFY_REQUESTS charges are made (at least 1)."""
+    return max(1, min(count, math.floor(count * MAX_VERIFY_REQUESTS / requests)))
 
-    Sized on the longest physical key (the last shard's), so no item costs a unit more
-    than planned.
+
+class _Run:
+    """The charges of one verification: shard placement, and the ledger that judges it.
+
+    With every shard followed, an item goes where the strategy puts it (its own ``pick``,
+    or the hash of a fresh ``seq``). With a sample, the arrivals that land on the followed
+    shards are drawn directly (a geometric skip between them), each on a uniform one of
+    them: both strategies place uniformly, and the others' arrivals cost nothing.
     """
-    from shardmodel.engine import sharding_of
 
-    longest = sharding_of(model).key().layout.join("hot", [count - 1])
-    bare = item_size(stored(longest, 10**12 - 1, pad="").serialize())  # the longest seq
-    return "x" * max(0, item_bytes - bare)
+    def __init__(
+        self, strategy: Any, count: int, followed: int, wcu: int, rcu: float, rng: random.Random
+    ) -> None:
+        self.strategy = strategy
+        self.count = count
+        self.followed = followed
+        self.wcu = float(wcu)
+        self.rcu = rcu
+        self.rng = rng
+        self.ledger = CapacityLedger(CapacityLimits())
+        self.parts = [PartitionId(_TABLE, None, f"hot#{shard}") for shard in range(followed)]
+        self.write_throttles = 0
+        self.read_throttles = 0
 
+    def _shard(self) -> int:
+        """Where the strategy puts one item: a random shard, or the hash of a fresh seq."""
+        if isinstance(self.strategy, RandomShards):
+            return int(self.rng.randrange(self.count))  # RandomShards.pick, keyless
+        return int(self.strategy.shard_of([str(self.rng.randrange(10**12))]))
 
-def _fill(
-    model: Any, stored: Any, strategy: Any, count: int, per_shard: int, pad: str
-) -> list[str]:
-    """Store ``per_shard`` items on every shard (before the simulator is attached).
+    def _arrivals(self, start: float, rate: float, total: int) -> Iterator[tuple[float, int]]:
+        """(time, shard) of each of ``total`` evenly spaced items on a followed shard."""
+        if self.followed == self.count:
+            for n in range(total):
+                yield start + n / rate, self._shard()
+            return
+        share = self.followed / self.count
+        log_miss = math.log(1.0 - share) if share < 1 else -math.inf
+        n = -1
+        while True:
+            n += 1 + int(math.log(1.0 - self.rng.random()) / log_miss)
+            if n >= total:
+                return
+            yield start + n / rate, self.rng.randrange(self.followed)
 
-    Returns every shard's physical key. A hashed shard holds the items whose ``seq``
-    hashes to it, as the planned model would have written them.
-    """
-    from shardmodel.engine import sharding_of
-
-    layout = sharding_of(model).key().layout
-    keys = [layout.join("hot", [shard]) for shard in range(count)]
-    filled = [0] * count
-    seq = 0
-    with stored.batch_write() as batch:
-        while per_shard and min(filled) < per_shard:
-            shard = (
-                strategy.shard_of([str(seq)]) if isinstance(strategy, HashShards) else seq % count
-            )
-            if filled[shard] < per_shard:
-                filled[shard] += 1
-                batch.save(stored(keys[shard], seq, pad=pad))
-            seq += 1
-    return keys
+    def second(self, second: int, span: float, writes: float, reads: float, hashed: bool) -> None:
+        """Charge one simulated second's writes and Queries, in the order they arrive."""
+        start = 1_000_000 + second
+        streams: list[Iterator[tuple[float, int, bool]]] = []
+        if writes:
+            arrivals = self._arrivals(start, writes, round(writes * span))
+            streams.append((when, shard, True) for when, shard in arrivals)
+        if reads and hashed:
+            arrivals = self._arrivals(start, reads, round(reads * span))
+            streams.append((when, shard, False) for when, shard in arrivals)
+        elif reads:
+            every = range(round(reads * span))
+            streams.append((start + n / reads, -1, False) for n in every)
+        admit = self.ledger.admit_all
+        for when, shard, is_write in heapq.merge(*streams):
+            if is_write:
+                if admit([Charge(self.parts[shard], self.wcu)], "write", when):
+                    self.write_throttles += 1
+                continue
+            for target in [shard] if shard >= 0 else range(self.followed):
+                if admit([Charge(self.parts[target], self.rcu)], "read", when):
+                    self.read_throttles += 1

@@ -339,7 +339,7 @@ def test_plan_errors_are_one_line(capsys: Capture, bad: list[str]) -> None:
         ),
         (
             ["--item-bytes", "400000", "--writes-per-second", "900000"],
-            ["needs 703,800 shards", "over the 1,000 a strategy takes", "lower --headroom"],
+            ["over the 1,000 a strategy takes", "2 writes of 391 WCU", "store smaller items"],
         ),
     ],
 )
@@ -367,6 +367,37 @@ def test_plan_verify_fails_a_layout_without_headroom(capsys: Capture) -> None:
     captured = capsys.readouterr()
     assert "verify: RandomShards(5)" in captured.out
     assert "the suggested layout throttled" in captured.err and "raise --headroom" in captured.err
+
+
+def test_plan_counts_both_sides_together_and_shows_what_a_read_costs(capsys: Capture) -> None:
+    """2,000 RCU and 600 WCU: neither side alone needs two shards; together 3 with 2x.
+
+    Beside the advice, one read of the key in each layout: requests, items, units.
+    """
+    args = ["--item-bytes", "4096", "--reads-per-second", "2000", "--consistent"]
+    assert main(["plan", *args, "--writes-per-second", "150"]) == 0
+    out = capsys.readouterr().out
+    assert "binding: both, 3 shards" in out and "HashShards(3" in out
+    rows = {line.split("  ")[0]: line.split() for line in out.splitlines()}
+    assert rows["unsharded (one partition)"][-4:] == ["1", "1", "1", "1x"]
+    other = rows["HashShards(3), any other read"]
+    assert " ".join(other[4:]) == "3 up to 3 3 1.25x-1.76x (measured at 1 and 4)"
+    args = ["--item-bytes", "400", "--writes-per-second", "10000", "--reads-per-second", "20"]
+    assert main(["plan", *args, "--items-per-read", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "RandomShards(21)" in out and "newest 50" in out
+    random_row = next(line for line in out.splitlines() if line.startswith("RandomShards(21)"))
+    assert random_row.split()[1:5] == ["21", "up", "to", "126"]
+
+
+def test_plan_verify_of_400_kb_items_answers_with_no_throttle(capsys: Capture) -> None:
+    """409,600-byte items, the largest accepted: planned for, verified, a line a second."""
+    args = ["--item-bytes", "409600", "--writes-per-second", "10", "--verify"]
+    assert main(["plan", *args]) == 0
+    captured = capsys.readouterr()
+    assert "verify: RandomShards(76) on the capacity simulator, 2 s: 20 writes" in captured.out
+    assert "verify: passed" in captured.out
+    assert "simulated second 2 of 2" in captured.err
 
 
 def test_plan_help_shows_defaults(capsys: Capture) -> None:
