@@ -17,7 +17,12 @@ from shardmodel.testing.clock import Clock, SimulatedClock
 from shardmodel.testing.faults import FAULT_KINDS, Faults, Latency
 from shardmodel.testing.load import LoadResult, run_load
 from shardmodel.testing.servers import dynalite_server, free_port, wait_for_port
-from shardmodel.testing.simulator import CapacitySimulator, SimulatorError, throttling_reasons
+from shardmodel.testing.simulator import (
+    CapacitySimulator,
+    SimulatorClockWarning,
+    SimulatorError,
+    throttling_reasons,
+)
 from shardmodel.testing.sizing import attribute_value_size, item_size, read_units, write_units
 from shardmodel.testing.tables import bind_models, create_tables, drop_tables
 from shardmodel.testing.verify import MAX_VERIFY_REQUESTS, PlanRun, verify_plan
@@ -37,6 +42,7 @@ __all__ = [
     "PartitionUsage",
     "PlanRun",
     "SimulatedClock",
+    "SimulatorClockWarning",
     "SimulatorError",
     "Throttle",
     "attribute_value_size",

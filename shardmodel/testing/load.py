@@ -14,6 +14,9 @@ from shardmodel.testing.clock import SimulatedClock
 
 __all__ = ["LoadResult", "run_load"]
 
+#: A call that starts more than this many simulated seconds after its planned time is late.
+_LATE = 0.001
+
 
 @frozen
 class LoadResult:
@@ -25,6 +28,12 @@ class LoadResult:
         errors: failures counted by exception class name.
         started: the simulated time of the first call.
         ended: the simulated time after the last call.
+        lag: the most simulated seconds a call started after its planned time (calls
+            are planned at ``start + n / rate``): writers that wait on the shared clock
+            (a back-off without ``concurrent=True``, a sleep of the operation) fall
+            behind the rate they were asked for, and fewer requests a second reach the
+            table than planned. 0 when every call started on time.
+        late: calls that started more than a millisecond after their planned time.
     """
 
     calls: int
@@ -32,6 +41,17 @@ class LoadResult:
     errors: Mapping[str, int]
     started: float
     ended: float
+    lag: float = 0.0
+    late: int = 0
+
+    def __str__(self) -> str:
+        """One line: calls, failures, and how far the calls fell behind the rate."""
+        behind = (
+            f"{self.late:,} calls late, up to {self.lag:,.2f} s behind the planned rate"
+            if self.late
+            else "every call on time"
+        )
+        return f"{self.calls:,} calls, {self.failures:,} failed, {behind}"
 
     @property
     def failure_fraction(self) -> float:
@@ -72,19 +92,24 @@ def run_load(
         raise ValueError(f"run_load(threads={threads!r}): give a positive int")
     start = clock.now()
     errors: Counter[str] = Counter()
+    delays: list[float] = []
     total = round(rate * seconds)
     if threads > 1:
+        # each call starts on its own timeline at its planned time: never late
         _run_threads(clock, rate, start, total, operation, catch, threads, errors)
-        ended = clock.advance_to(start + seconds)
-        return LoadResult(total, sum(errors.values()), dict(errors), start, ended)
-    for number in range(total):
-        clock.advance_to(start + number / rate)
-        try:
-            operation(number)
-        except catch as error:
-            errors[type(error).__name__] += 1
+    else:
+        for number in range(total):
+            planned = start + number / rate
+            delays.append(clock.advance_to(planned) - planned)
+            try:
+                operation(number)
+            except catch as error:
+                errors[type(error).__name__] += 1
     ended = clock.advance_to(start + seconds)
-    return LoadResult(total, sum(errors.values()), dict(errors), start, ended)
+    late = [delay for delay in delays if delay > _LATE]
+    return LoadResult(
+        total, sum(errors.values()), dict(errors), start, ended, max(late, default=0.0), len(late)
+    )
 
 
 def _run_threads(

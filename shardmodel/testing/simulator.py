@@ -20,6 +20,7 @@ import contextlib
 import json
 import random
 import threading
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
@@ -44,7 +45,7 @@ from shardmodel.testing.clock import Clock, SimulatedClock
 from shardmodel.testing.faults import Faults, Latency
 from shardmodel.throttles import throttling_reasons
 
-__all__ = ["CapacitySimulator", "SimulatorError", "throttling_reasons"]
+__all__ = ["CapacitySimulator", "SimulatorClockWarning", "SimulatorError", "throttling_reasons"]
 
 _HOT_KEY_MESSAGE = (
     "Throughput exceeds the current capacity for one or more partitions of your table or "
@@ -54,6 +55,10 @@ _TABLE_MESSAGE = (
     "The level of configured provisioned throughput for the table was exceeded (simulated). "
     "Consider increasing your provisioning level with the UpdateTable API."
 )
+
+
+class SimulatorClockWarning(UserWarning):
+    """A model attached to the simulator keeps time on a clock other than the simulator's."""
 
 
 class CapacitySimulator:
@@ -121,8 +126,36 @@ class CapacitySimulator:
         client, and the simulator with it. Returns the simulator, usable in ``with``.
         """
         for model in models:
+            self._check_clock(model)
             self.attach_client(model._get_connection().connection.client)
         return self
+
+    def _check_clock(self, model: type[Model]) -> None:
+        """Warn when a model's ``DynamicShards`` keeps time on a clock of its own.
+
+        Its cooldown, jitter and metadata caches would then run on the wall clock while
+        the load runs on the simulated one: a 60 s cooldown never passes in a simulated
+        minute, or passes at once.
+        """
+        if not isinstance(self.clock, SimulatedClock):
+            return
+        from shardmodel.engine import sharding_of
+        from shardmodel.errors import ShardConfigurationError
+
+        try:
+            directory = sharding_of(model).directory
+        except (ShardConfigurationError, AttributeError, TypeError):
+            return  # not a sharded model
+        if directory is not None and directory.settings.clock is not self.clock:
+            warnings.warn(
+                f"{model.__name__}: its DynamicShards keeps time on its own clock "
+                f"({type(directory.settings.clock).__name__}), not the simulator's: its "
+                "cooldown, jitter and caches run on that clock while the load runs on the "
+                "simulated one; declare DynamicShards(clock=sim.clock) with the "
+                "simulator's clock",
+                SimulatorClockWarning,
+                stacklevel=3,
+            )
 
     def attach_client(self, client: Any) -> None:
         """Simulate capacity on one botocore DynamoDB client."""

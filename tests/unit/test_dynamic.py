@@ -41,7 +41,11 @@ def _serialized(*models: type[ShardedModel], **options: object) -> CapacitySimul
     """A simulator on the models and their metadata tables: one request at a time.
 
     DynamoDB applies each request atomically; moto called from many threads does not.
+    The simulator keeps the models' own clock (their cooldowns and caches keep time on it).
     """
+    first = sharding_of(models[0]).directory
+    assert first is not None
+    options.setdefault("clock", first.settings.clock)
     simulator = CapacitySimulator(**options)  # type: ignore[arg-type]
     for model in models:
         directory = sharding_of(model).directory

@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import Any
 
 import botocore.endpoint
 import botocore.session
@@ -21,6 +23,7 @@ from shardmodel.testing import (
     CapacityLimits,
     CapacitySimulator,
     SimulatedClock,
+    SimulatorClockWarning,
     SimulatorError,
     run_load,
     throttling_reasons,
@@ -131,6 +134,45 @@ def test_the_same_seed_gives_the_same_numbers(
     first, second = run("run-1"), run("run-2")
     assert first == second
     assert first[0] > 0
+
+
+def test_run_load_reports_how_far_the_writers_fell_behind(
+    dynamodb_tables: Callable[..., None],
+) -> None:
+    """Back-off on the shared clock delays every later call: the result says by how much.
+
+    One client (``concurrent=False``) writing 100 a second to a 50 WCU key waits out each
+    throttle's back-off before its next write; the calls planned for 3 s start later and
+    later. With ``concurrent=True`` each call waits on its own timeline: none is late.
+    """
+    dynamodb_tables(Note)
+
+    def run(concurrent: bool) -> Any:
+        clock = SimulatedClock()
+        limits = CapacityLimits(partition_wcu=50)
+        with CapacitySimulator(clock=clock, limits=limits, concurrent=concurrent, seed=7) as sim:
+            sim.attach(Note)
+            return run_load(clock, 100, 3, lambda n: Note(pk=f"lag-{concurrent}", sk=n).save())
+
+    one_client = run(concurrent=False)
+    assert one_client.late > 100 and one_client.lag > 1.0
+    assert one_client.ended - one_client.started > 3 + one_client.lag / 2
+    assert f"up to {one_client.lag:,.2f} s behind the planned rate" in str(one_client)
+    many = run(concurrent=True)
+    assert (many.lag, many.late) == (0.0, 0) and "every call on time" in str(many)
+
+
+def test_a_dynamic_key_on_a_clock_of_its_own_is_named_when_attached() -> None:
+    """DynamicShards keeping wall-clock time inside a simulated run: a warning names the fix."""
+    from tests.models import DynamicViews
+
+    simulator = CapacitySimulator(clock=SimulatedClock())
+    with pytest.warns(SimulatorClockWarning, match=r"DynamicViews: .*DynamicShards\(clock=sim"):
+        simulator.attach(DynamicViews)
+    simulator.detach()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CapacitySimulator(clock=SimulatedClock()).attach(Note).detach()  # not dynamic: quiet
 
 
 def test_detaching_restores_the_client(
