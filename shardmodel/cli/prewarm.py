@@ -52,6 +52,12 @@ def _prewarm_command(commands: Subparsers) -> None:
         default=TABLE_QUOTA,
         help="your account's per-table quota of each side, units a second",
     )
+    prewarm.add_argument(
+        "--reads-fix-shard",
+        action="store_true",
+        help="the Queries fix a HashShards key's `on` attributes: each reads one shard "
+        "(else a Query of a whole key reads every shard, and is counted so)",
+    )
     prewarm.add_argument("--dry-run", action="store_true", help="print the change, send nothing")
     prewarm.add_argument(
         "--host", type=endpoint, help="the DynamoDB endpoint (default: the model's Meta.host)"
@@ -59,7 +65,7 @@ def _prewarm_command(commands: Subparsers) -> None:
 
 
 def _prewarm(args: argparse.Namespace) -> int:
-    from shardmodel.ops.prewarm import prewarm, warm_units
+    from shardmodel.ops.prewarm import fan_out_of, prewarm, warm_units
 
     if args.reads_per_second == 0 and args.writes_per_second == 0:
         raise UsageError("give --reads-per-second and/or --writes-per-second: the event's rate")
@@ -83,9 +89,24 @@ def _prewarm(args: argparse.Namespace) -> int:
                 "account's quota"
             )
     model = load_model(args.model, args.host)
+    fan_out = fan_out_of(model, args.reads_fix_shard)
+    if fan_out > 1:
+        read, _ = warm_units(**traffic, fan_out=fan_out)
+        if read > args.max_units:
+            raise UsageError(
+                f"{read:,} read units a second is over the per-table quota of "
+                f"{args.max_units:,}: each Query of a whole key of {args.model} reads "
+                f"{fan_out} shards; lower the rate, give --reads-fix-shard if the Queries fix "
+                "the HashShards attributes, or give --max-units your account's quota"
+            )
     with progress(f"reading {model.Meta.table_name}"):
         plan = prewarm(
-            model, **traffic, indexes=args.indexes, max_units=args.max_units, dry_run=args.dry_run
+            model,
+            **traffic,
+            indexes=args.indexes,
+            max_units=args.max_units,
+            dry_run=args.dry_run,
+            reads_fix_shard=args.reads_fix_shard,
         )
     print(plan.render())
     return 0

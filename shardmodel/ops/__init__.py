@@ -2,7 +2,7 @@
 
 from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, HotPartition, read_stream
 from shardmodel.ops.policy import PolicyAction, TableThrottlePolicy
-from shardmodel.ops.prewarm import PrewarmPlan, WarmChange, prewarm, warm_units
+from shardmodel.ops.prewarm import PrewarmPlan, WarmChange, fan_out_of, prewarm, warm_units
 from shardmodel.ops.report import CapacityRow, ThrottleReport, throttle_report
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "TableThrottlePolicy",
     "ThrottleReport",
     "WarmChange",
+    "fan_out_of",
     "prewarm",
     "read_stream",
     "throttle_report",

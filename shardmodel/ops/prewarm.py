@@ -16,6 +16,14 @@ one ``UpdateTable``:
 
 Every index gets the table's targets: a write to the table writes each index that
 projects its key, and the event's reads may go to either.
+
+Reads are counted as the model sends them: a Query of a whole logical key under
+``RandomShards(n)`` (or ``HashShards(n)`` not fixing its ``on`` attributes) is ``n`` shard
+Queries, each reading the first page the merged query asks of it and paying at least
+its own half unit. 200 Queries a second of 50 items of 400 bytes are 500 read units
+unsharded (1,000 with 2x), and 2,000 over ``RandomShards(20)`` (4,000 with 2x). Pass
+``reads_fix_shard=True`` when the event's Queries fix a ``HashShards`` key's attributes:
+each then reads one shard.
 """
 
 from __future__ import annotations
@@ -25,10 +33,14 @@ from typing import Any
 
 from attrs import frozen
 
-from shardmodel.capacity import DEFAULT_HEADROOM, shards_for
+from shardmodel.capacity import DEFAULT_HEADROOM, query_units, shards_for
 from shardmodel.core.terminal import table as text_table
+from shardmodel.engine import sharding_of
+from shardmodel.engine.merge import first_page_size
+from shardmodel.errors import ShardConfigurationError
+from shardmodel.keyspace.strategies import HashShards, RandomShards
 
-__all__ = ["TABLE_QUOTA", "PrewarmPlan", "WarmChange", "prewarm", "warm_units"]
+__all__ = ["TABLE_QUOTA", "PrewarmPlan", "WarmChange", "fan_out_of", "prewarm", "warm_units"]
 
 #: DynamoDB's default per-table quota of read (and of write) units a second.
 TABLE_QUOTA = 40_000
@@ -69,6 +81,7 @@ class PrewarmPlan:
         headroom: the headroom the targets keep.
         changes: the table's and each index's warm throughput, before and after.
         sent: True when an UpdateTable was sent.
+        fan_out: shard Queries one Query of a whole key is (1: unsharded reads).
     """
 
     table: str
@@ -77,6 +90,7 @@ class PrewarmPlan:
     headroom: float
     changes: tuple[WarmChange, ...]
     sent: bool
+    fan_out: int = 1
 
     def render(self) -> str:
         """The plan as a text table and one closing line."""
@@ -97,9 +111,10 @@ class PrewarmPlan:
             last = "dry run: nothing sent"
         else:
             last = f"{self.table} is already warm enough: nothing sent"
+        fan_out = f"; each Query reads {self.fan_out} shards" if self.fan_out > 1 else ""
         return (
             f"{self.table}: {self.read_units:,} read / {self.write_units:,} write units a "
-            f"second ({self.headroom:g}x headroom)\n{text_table(head, rows)}\n{last}"
+            f"second ({self.headroom:g}x headroom{fan_out})\n{text_table(head, rows)}\n{last}"
         )
 
 
@@ -110,22 +125,55 @@ def warm_units(
     writes_per_second: float = 0,
     consistent: bool = False,
     headroom: float = DEFAULT_HEADROOM,
+    fan_out: int = 1,
 ) -> tuple[int, int]:
     """The read and write units a second a table must serve at once, headroom included.
 
-    The arguments are :func:`~shardmodel.capacity.shards_for`'s, and raise its errors.
+    The arguments are :func:`~shardmodel.capacity.shards_for`'s, and raise its errors;
+    ``fan_out`` is the shard Queries one Query is (each reading the merged query's first
+    page of its shard).
 
     >>> from shardmodel.ops.prewarm import warm_units
     >>> warm_units(1536, reads_per_second=1000, items_per_read=10, writes_per_second=5000)
     (4000, 20000)
+    >>> warm_units(400, reads_per_second=200, items_per_read=50, fan_out=20)
+    (4000, 0)
     """
     plan = shards_for(
         item_bytes, reads_per_second, items_per_read, writes_per_second, consistent, headroom
     )
+    if isinstance(fan_out, bool) or not isinstance(fan_out, int) or fan_out < 1:
+        raise ValueError(f"fan_out={fan_out!r}: give the shards one Query reads, at least 1")
+    reads = plan.read_units
+    if fan_out > 1:
+        page = first_page_size(items_per_read, fan_out)
+        reads = reads_per_second * fan_out * query_units(item_bytes, page, consistent)
     return (
-        math.ceil(round(plan.read_units * plan.headroom, 9)),
+        math.ceil(round(reads * plan.headroom, 9)),
         math.ceil(round(plan.write_units * plan.headroom, 9)),
     )
+
+
+def fan_out_of(model: Any, reads_fix_shard: bool = False) -> int:
+    """Shard Queries one Query of a whole logical key of ``model``'s table is.
+
+    The product of its ``RandomShards`` and ``HashShards`` counts (a ``HashShards`` key
+    counts 1 with ``reads_fix_shard``); time buckets, ordered ranges and dynamic counts
+    are read as the Query's range and the key's history say, not known here: 1 each.
+    """
+    try:
+        key = sharding_of(model).spec.table_key()
+    except ShardConfigurationError:
+        return 1  # a plain PynamoDB model
+    if key is None:
+        return 1
+    count = 1
+    for strategy in key.layout.strategies:
+        if isinstance(strategy, RandomShards) or (
+            isinstance(strategy, HashShards) and not reads_fix_shard
+        ):
+            count *= strategy.n
+    return count
 
 
 def _client(model: Any) -> Any:
@@ -172,6 +220,7 @@ def prewarm(
     max_units: int = TABLE_QUOTA,
     dry_run: bool = False,
     client: Any = None,
+    reads_fix_shard: bool = False,
 ) -> PrewarmPlan:
     """Set ``model``'s table (and its indexes') warm throughput for an event's traffic.
 
@@ -189,6 +238,8 @@ def prewarm(
         max_units: the per-table quota of each side (40,000 by default, DynamoDB's).
         dry_run: compute and check, send nothing.
         client: a boto3 DynamoDB client (default: one on the model's region and host).
+        reads_fix_shard: the event's Queries fix a ``HashShards`` key's ``on``
+            attributes, so each reads one shard (see :func:`fan_out_of`).
 
     Returns:
         The targets, each table's and index's change, and whether UpdateTable was sent.
@@ -197,9 +248,11 @@ def prewarm(
         ValueError: a bad argument, or a target DynamoDB would refuse or not honour (over
             the on-demand maximum or the quota); checked before anything is sent.
     """
+    fan_out = fan_out_of(model, reads_fix_shard)
     read, write = warm_units(
-        item_bytes, reads_per_second, items_per_read, writes_per_second, consistent, headroom
-    )
+        item_bytes, reads_per_second, items_per_read, writes_per_second, consistent, headroom,
+        fan_out,
+    )  # fmt: skip
     if isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1:
         raise ValueError(f"prewarm(max_units={max_units!r}): give an int of at least 1")
     _check_quota("read", read, max_units)
@@ -230,7 +283,7 @@ def prewarm(
     send = not dry_run and any(change.changed for change in changes)
     if send:
         client.update_table(**_update(name, changes))
-    return PrewarmPlan(name, read, write, float(headroom), tuple(changes), send)
+    return PrewarmPlan(name, read, write, float(headroom), tuple(changes), send, fan_out)
 
 
 def _update(table: str, changes: list[WarmChange]) -> dict[str, Any]:

@@ -49,6 +49,29 @@ def test_prewarm_sets_the_warm_throughput_of_the_table_and_its_index(capsys: Cap
 
 
 @pytest.mark.usefixtures("tables")
+def test_prewarm_counts_every_shard_a_whole_key_query_reads(capsys: Capture) -> None:
+    """200 Queries/s of 50 items of 400 B: 1,000 RCU unsharded with 2x, over 10 shards more.
+
+    Each Query of a RandomShards(10) key is 10 shard Queries of the merged query's first
+    page (9 items: 0.5 RCU each): 1,000 read units a second, 2,000 with 2x; a HashShards(8)
+    key whose Queries fix the shard reads one shard a Query.
+    """
+    event = ["--item-bytes", "400", "--reads-per-second", "200", "--items-per-read", "50"]
+    assert warm_units(400, 200, 50) == (1000, 0)
+    assert main(["prewarm", "tests.models:RandomEvent", *event, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2,000 read / 0 write units a second (2x headroom; each Query reads 10 shards)" in out
+    assert main(["prewarm", "tests.models:HashedEvent", *event, "--dry-run"]) == 0
+    assert "3,200 read / 0 write" in capsys.readouterr().out  # 8 shards of 11 items: 1 RCU
+    fixed = [*event, "--dry-run", "--reads-fix-shard"]
+    assert main(["prewarm", "tests.models:HashedEvent", *fixed]) == 0
+    assert "1,000 read / 0 write units a second (2x headroom)\n" in capsys.readouterr().out
+    wide = ["--item-bytes", "400", "--reads-per-second", "30000", "--dry-run"]
+    assert main(["prewarm", "tests.models:RandomEvent", *wide]) == 2
+    _one_line(capsys, "300,000 read units", "reads 10 shards", "--reads-fix-shard")
+
+
+@pytest.mark.usefixtures("tables")
 def test_prewarm_dry_run_and_an_already_warm_table_send_nothing(capsys: Capture) -> None:
     assert main(["prewarm", "tests.models:Photo", *EVENT, "--dry-run"]) == 0
     assert "dry run: nothing sent" in capsys.readouterr().out
