@@ -120,13 +120,43 @@ def _resolve(
             continue
         if len(hits) > 1:
             raise DuplicateItemError(
-                f"{model.__name__}({hash_attr.attr_name}={logical!r}) is stored under "
-                f"{len(hits)} physical keys: {', '.join(hits)}; random shards suit "
-                "append-only items, use HashShards(on=[sort key]) for items you overwrite, "
-                "and delete the extra copies",
+                _duplicate_message(model, logical, [(p, by_key[(p, range_ser)]) for p in hits]),
                 hits,
             )
         yield by_key[(hits[0], range_ser)] if hits else None
+
+
+def _duplicate_message(model: type[Any], logical: str, hits: list[tuple[str, _RawItem]]) -> str:
+    """Why one logical item has several stored copies, and the fix.
+
+    Copies that hold disjoint attributes are one item split across shards (the
+    write-sharding guide's split profile): no copy is the item, so none is picked.
+    """
+    hash_attr = sharded(model)
+    range_attr = model._range_key_attribute()
+    keys = {hash_attr.attr_name, *([range_attr.attr_name] if range_attr is not None else [])}
+    names = [sorted(set(raw) - keys) for _, raw in hits]
+    where = f"{model.__name__}({hash_attr.attr_name}={logical!r})"
+    physical = ", ".join(p for p, _ in hits)
+    seen: set[str] = set()
+    disjoint = all(part for part in names)
+    for part in names:
+        disjoint = disjoint and not seen.intersection(part)
+        seen.update(part)
+    if disjoint:
+        parts = " / ".join(", ".join(part) for part in names)
+        return (
+            f"{where} is split across {len(hits)} shards, each copy holding other "
+            f"attributes ({parts}): {physical}; get reads one item. Store each part as "
+            "its own item under its own sort key (e.g. 'PROFILE#contact', 'PROFILE#prefs') "
+            "with HashShards(on=[sort key]) and read the parts with query, or keep the "
+            "item whole on one shard"
+        )
+    return (
+        f"{where} is stored under {len(hits)} physical keys: {physical}; random shards "
+        "suit append-only items, use HashShards(on=[sort key]) for items you overwrite, "
+        "and delete the extra copies"
+    )
 
 
 def moved_copy(model: type[Any]) -> Callable[[str, _RawItem], _RawItem | None]:

@@ -97,6 +97,28 @@ def test_duplicate_logical_item_names_both_physical_keys() -> None:
     assert other in str(caught.value)
 
 
+def test_an_item_split_across_shards_is_refused_with_how_to_store_it() -> None:
+    """The write-sharding guide's split profile: parts with disjoint attributes, no copy.
+
+    ``get`` reads one item; the error names the parts' attributes and the layout that
+    reads them (each part under its own sort key, on a shard hashed from it).
+    """
+    first = RandomEvent(user_id="split", timestamp=1, event_type="contact")
+    first.save()
+    shard = int(first.get_physical_key().rsplit("#", 1)[1])  # type: ignore[union-attr]
+    other = f"split#{(shard + 1) % 10}"
+    RandomEvent._get_connection().put_item(
+        other, range_key="1", attributes={"prefs": {"S": "dark"}}
+    )
+    with pytest.raises(DuplicateItemError) as caught:
+        RandomEvent.get("split", 1)
+    message = str(caught.value)
+    assert "is split across 2 shards" in message
+    assert "(event_type / prefs)" in message or "(prefs / event_type)" in message
+    assert "its own sort key" in message and "HashShards(on=[sort key])" in message
+    assert set(caught.value.physical_keys) == {first.get_physical_key(), other}
+
+
 def test_hash_shards_get_reads_one_shard_and_overwrites() -> None:
     """HashShards(on=[sort key]) gives overwrite semantics: same key, same shard."""
     HashedEvent(user_id="u", timestamp=42, event_type="a").save()
