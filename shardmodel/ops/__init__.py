@@ -1,6 +1,6 @@
 """Operating a sharded table: hot keys, throttle reports, the table throttle policy, prewarming."""
 
-from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, HotPartition, read_stream
+from shardmodel.ops.hotkeys import HotKey, HotKeyTracker, HotPartition, HotShard, read_stream
 from shardmodel.ops.policy import PolicyAction, TableThrottlePolicy
 from shardmodel.ops.prewarm import PrewarmPlan, WarmChange, fan_out_of, prewarm, warm_units
 from shardmodel.ops.report import CapacityRow, ThrottleReport, throttle_report
@@ -10,6 +10,7 @@ __all__ = [
     "HotKey",
     "HotKeyTracker",
     "HotPartition",
+    "HotShard",
     "PolicyAction",
     "PrewarmPlan",
     "TableThrottlePolicy",

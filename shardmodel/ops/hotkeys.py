@@ -13,6 +13,11 @@ reached in the window (at least the count a random strategy spreads over): a
 Besides the window's average, each key reports its busiest second and the busiest second
 of its busiest physical partition (:attr:`HotKey.peak_load`): a burst shows there.
 
+:meth:`HotKeyTracker.hot` also judges every physical key on its own (:class:`HotShard`),
+against a share of the partition limit or a rate of writes on one physical key: a
+``HashShards`` key hashed on a skewed attribute, one shard busy and the rest idle, is hot
+although its average over the shards is low.
+
 A ``TimeSeriesModel`` (partition key ``<shard>#<bucket>``, sort key ``<entity>#<time>``)
 is tracked by entity: a hot sensor is a hot key, and :meth:`HotKeyTracker.partitions`
 names the hot bucket partitions.
@@ -28,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from shardmodel.capacity import PARTITION_WCU
 from shardmodel.core.times import Clock, SystemClock
@@ -36,9 +41,45 @@ from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardKeyError
 from shardmodel.sizing import item_size, write_units
 
-__all__ = ["HotKey", "HotKeyTracker", "HotPartition", "read_stream"]
+__all__ = ["HotKey", "HotKeyTracker", "HotPartition", "HotShard", "read_stream"]
 
 log = logging.getLogger("shardmodel.ops.hotkeys")
+
+
+@frozen
+class HotShard:
+    """One physical partition key of a logical key, over the tracker's window.
+
+    Attributes:
+        key: the physical partition key (``"tenant#3"``; a time series' bucket).
+        logical_key: the logical key it folds to (``"tenant"``; a time series' entity).
+        writes: stream records of that logical key written to it in the window.
+        write_units: write units those writes took.
+        window: seconds the window covers.
+        limit: write units a second one partition accepts.
+    """
+
+    key: str
+    logical_key: str
+    writes: int
+    write_units: float
+    window: float
+    limit: float
+
+    @property
+    def per_second(self) -> float:
+        """Write units a second, the window's average."""
+        return self.write_units / self.window
+
+    @property
+    def writes_per_second(self) -> float:
+        """Writes a second, the window's average (whatever their size)."""
+        return self.writes / self.window
+
+    @property
+    def load(self) -> float:
+        """The share of one partition's limit it takes (1.0: full)."""
+        return self.per_second / self.limit
 
 
 @frozen
@@ -55,6 +96,8 @@ class HotKey:
         limit: write units a second one partition accepts.
         peak_per_second: write units of the key's busiest second in the window.
         partition_peak: write units of the busiest second of its busiest physical key.
+        hot_shards: its physical keys that reached the threshold :meth:`HotKeyTracker.hot`
+            judged by, busiest first (empty from :meth:`HotKeyTracker.top`).
     """
 
     logical_key: str
@@ -65,6 +108,7 @@ class HotKey:
     limit: float
     peak_per_second: float = 0.0
     partition_peak: float = 0.0
+    hot_shards: tuple[HotShard, ...] = ()
 
     @property
     def peak_load(self) -> float:
@@ -104,6 +148,13 @@ class HotPartition:
         return self.peak_per_second / self.limit
 
 
+# One second of the window: units and writes per logical key, then per logical key the
+# units and the writes of each physical key.
+_Second = tuple[
+    dict[str, float], Counter[str], dict[str, dict[str, float]], dict[str, Counter[str]]
+]
+
+
 def series_keys(model: Any) -> tuple[str, str, str] | None:
     """A time-series model's (partition key name, sort key name, separator), else None.
 
@@ -138,8 +189,9 @@ class HotKeyTracker:
         window: seconds of writes a report covers.
         partition_wcu: write units a second one partition accepts (a provisioned table's
             share: :func:`shardmodel.capacity.per_partition`).
-        threshold: a key is hot when each of its shards takes this share of
-            ``partition_wcu`` or more.
+        threshold: a key is hot when one of its physical keys (or each of its shards, on
+            average) takes this share of ``partition_wcu`` or more; :meth:`hot` takes
+            another share, or a rate of writes on one physical key, per call.
         grow: grow hot ``DynamicShards`` keys to the count their rate needs, with
             ``threshold`` as headroom.
         clock: the time of records that carry none, and of reports.
@@ -173,10 +225,8 @@ class HotKeyTracker:
         self.grow = grow
         self.clock: Clock = clock or SystemClock()
         # second -> (units per logical key, writes per logical key,
-        #            units per logical key and physical key)
-        self._seconds: dict[
-            int, tuple[dict[str, float], Counter[str], dict[str, dict[str, float]]]
-        ] = {}
+        #            units and writes per logical key and physical key)
+        self._seconds: dict[int, _Second] = {}
         self._units: dict[str, float] = {}
         self._writes: Counter[str] = Counter()
         self._newest = -math.inf
@@ -233,12 +283,13 @@ class HotKeyTracker:
             if second <= self._newest - self.window:
                 return  # a late record of a second the window has left
             if second not in self._seconds:
-                self._seconds[second] = ({}, Counter(), {})
-            bucket_units, bucket_writes, bucket_physical = self._seconds[second]
+                self._seconds[second] = ({}, Counter(), {}, {})
+            bucket_units, bucket_writes, bucket_physical, physical_writes = self._seconds[second]
             bucket_units[logical] = bucket_units.get(logical, 0.0) + units
             bucket_writes[logical] += 1
             spread = bucket_physical.setdefault(logical, {})
             spread[physical] = spread.get(physical, 0.0) + units
+            physical_writes.setdefault(logical, Counter())[physical] += 1
             self._units[logical] = self._units.get(logical, 0.0) + units
             self._writes[logical] += 1
             if second > self._newest:
@@ -247,7 +298,7 @@ class HotKeyTracker:
 
     def _expire(self, newest: float) -> None:
         for second in sorted(s for s in self._seconds if s <= newest - self.window):
-            units, writes, _ = self._seconds.pop(second)
+            units, writes, _, _ = self._seconds.pop(second)
             self._writes.subtract(writes)
             for key, spent in units.items():
                 self._units[key] -= spent
@@ -284,7 +335,7 @@ class HotKeyTracker:
         physical: set[str] = set()
         peak = partition_peak = 0.0
         with self._lock:
-            for units, _, spread in self._seconds.values():
+            for units, _, spread, _ in self._seconds.values():
                 peak = max(peak, units.get(logical, 0.0))
                 mine = spread.get(logical, {})
                 physical.update(mine)
@@ -314,7 +365,7 @@ class HotKeyTracker:
         peaks: dict[str, float] = {}
         self._window()  # expires what left the window
         with self._lock:
-            for _, _, spread in self._seconds.values():
+            for _, _, spread, _ in self._seconds.values():
                 second: dict[str, float] = {}  # every logical key's writes to one partition
                 for keys in spread.values():
                     for key, units in keys.items():
@@ -333,17 +384,62 @@ class HotKeyTracker:
         keys = [self._hot_key(*entry) for entry in self._window()[: n * 4]]
         return sorted(keys, key=lambda k: (-k.load, k.logical_key))[:n]
 
-    def hot(self) -> list[HotKey]:
-        """The keys whose shards each take ``threshold`` of the partition limit or more.
+    def hot(
+        self, threshold: float | None = None, writes_per_second: float | None = None
+    ) -> list[HotKey]:
+        """The hot keys, each with its physical keys that reached the threshold.
 
-        Only keys whose whole rate reaches that (the most one shard could take) have
-        their shard count read.
+        Every physical key is judged on its own, by the window's average: a key is hot
+        when one of its physical keys takes ``threshold`` of the partition limit or more
+        (or, by share only, when each of its shards does on average).
+
+        Args:
+            threshold: a share of ``partition_wcu`` in (0, 1] (default: the tracker's,
+                0.8 unless set).
+            writes_per_second: instead of a share, writes a second on one physical key
+                (the time-series guide's 100), whatever their size.
+
+        Raises:
+            ValueError: for a threshold out of its range, or both given; before anything
+                is read.
         """
-        floor = self.threshold * self.partition_wcu * self.window
-        candidates = [entry for entry in self._window() if entry[1] >= floor - 1e-9]
-        keys = [self._hot_key(*entry) for entry in candidates]
-        hot = [k for k in keys if k.load >= self.threshold - 1e-12]
-        return sorted(hot, key=lambda k: (-k.load, k.logical_key))
+        share, rate = _threshold(threshold, writes_per_second, self.threshold)
+        if rate is None:
+            floor = share * self.partition_wcu * self.window
+            candidates = [entry for entry in self._window() if entry[1] >= floor - 1e-9]
+        else:  # a physical key's writes are at most its logical key's
+            floor = rate * self.window
+            candidates = [entry for entry in self._window() if entry[2] >= floor - 1e-9]
+        hot = []
+        for entry in candidates:
+            shards = tuple(
+                shard
+                for shard in self._shards(entry[0])
+                if (
+                    shard.load >= share - 1e-12
+                    if rate is None
+                    else shard.writes_per_second >= rate - 1e-12
+                )
+            )
+            key = self._hot_key(*entry)
+            if shards or (rate is None and key.load >= share - 1e-12):
+                hot.append(evolve(key, hot_shards=shards))
+        return sorted(hot, key=lambda k: (-_busiest_load(k), k.logical_key))
+
+    def _shards(self, logical: str) -> list[HotShard]:
+        """The physical keys ``logical`` wrote in the window, the busiest first."""
+        units: dict[str, float] = {}
+        writes: Counter[str] = Counter()
+        with self._lock:
+            for _, _, spread, counts in self._seconds.values():
+                for physical, spent in spread.get(logical, {}).items():
+                    units[physical] = units.get(physical, 0.0) + spent
+                writes.update(counts.get(logical, Counter()))
+        found = [
+            HotShard(key, logical, writes[key], spent, self.window, self.partition_wcu)
+            for key, spent in units.items()
+        ]
+        return sorted(found, key=lambda s: (-s.write_units, s.key))
 
     def _live_shards(self, logical: str, seen: int) -> int:
         if self._series is not None:
@@ -392,6 +488,43 @@ class HotKeyTracker:
             )
             grown[key.logical_key] = target
         return grown
+
+
+def _busiest_load(key: HotKey) -> float:
+    """The load of a hot key's busiest physical key (its shards' average, if more)."""
+    return max([key.load, *(shard.load for shard in key.hot_shards)])
+
+
+def _threshold(
+    threshold: float | None, writes_per_second: float | None, default: float
+) -> tuple[float, float | None]:
+    """(share, writes a second or None) that :meth:`HotKeyTracker.hot` judges by."""
+    if threshold is not None and writes_per_second is not None:
+        raise ValueError(
+            f"hot(threshold={threshold!r}, writes_per_second={writes_per_second!r}): give "
+            "one, a share of the partition limit or writes a second on one physical key"
+        )
+    if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+            raise ValueError(f"hot(threshold={threshold!r}): give a share in (0, 1], e.g. 0.5")
+        if not 0 < threshold <= 1:
+            raise ValueError(
+                f"hot(threshold={threshold!r}): give a share of the partition limit in (0, 1], "
+                "e.g. 0.5; for a rate on one physical key, give writes_per_second"
+            )
+        return float(threshold), None
+    if writes_per_second is not None:
+        if (
+            isinstance(writes_per_second, bool)
+            or not isinstance(writes_per_second, int | float)
+            or not 0 < writes_per_second < math.inf
+        ):
+            raise ValueError(
+                f"hot(writes_per_second={writes_per_second!r}): give a number of writes a "
+                "second above 0, e.g. 100"
+            )
+        return default, float(writes_per_second)
+    return default, None
 
 
 def read_stream(

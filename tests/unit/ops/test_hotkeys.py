@@ -6,8 +6,10 @@ from typing import Any
 
 import boto3
 import pytest
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from shardmodel.ops import HotKeyTracker, read_stream
+from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
+from shardmodel.ops import HotKeyTracker, HotShard, read_stream
 from shardmodel.testing import SimulatedClock
 from tests.models import DynamicEvent, HashedEvent, RandomEvent
 
@@ -194,3 +196,92 @@ def test_a_burst_shows_its_peak_second_not_the_windows_average() -> None:
     (key,) = tracker.top()
     assert round(key.per_second, 1) == 3.3 and key.load < 0.01
     assert (key.peak_per_second, key.partition_peak, key.peak_load) == (3000.0, 300.0, 0.3)
+
+
+class TenantEvent(ShardedModel):
+    """A tenant's events hashed on their region: one busy region makes one busy shard."""
+
+    class Meta:
+        table_name = "tenant-events"
+        region = "us-east-1"
+
+    tenant = ShardedKeyAttribute(hash_key=True, strategy=HashShards(8, on=["region"]))
+    timestamp = NumberAttribute(range_key=True)
+    region = UnicodeAttribute()
+
+
+REGIONS = ("eu-west-1", "us-east-1", "ap-south-1", "sa-east-1", "ca-central-1")
+
+
+def _skewed_tenant(seconds: range) -> tuple[list[dict[str, Any]], str]:
+    """819 writes a second from one region, 10 from each of four others: (records, busy key)."""
+    records, busy = [], ""
+    for at in seconds:
+        for region, per_second in zip(REGIONS, (819, 10, 10, 10, 10), strict=True):
+            physical = str(TenantEvent("acme", 0, region=region).get_physical_key())
+            busy = busy or physical
+            records += [
+                _record(physical, at + n / per_second, n, "tenant") for n in range(per_second)
+            ]
+    return records, busy
+
+
+def test_a_key_hashed_on_a_skewed_attribute_is_hot_on_its_busy_physical_key() -> None:
+    """The audit's case: one physical partition at 819 of 1,000 WCU/s (0.82 of its limit).
+
+    Averaged over the shards the key reached, the load is 0.11 and the key was never hot;
+    judged physical key by physical key, ``acme#<n>`` takes 0.82 and is reported, folded
+    to ``acme``, by the default share (0.8), a share set lower, and the time-series
+    guide's 100 writes a second on one physical key.
+    """
+    tracker = HotKeyTracker(TenantEvent, window=10, clock=SimulatedClock(start=49.5))
+    records, busy = _skewed_tenant(range(40, 50))
+    assert tracker.record(records) == 8590
+    (key,) = tracker.top()
+    assert key.shards >= 2 and key.load < 0.5  # the average hid it
+    for options in ({}, {"threshold": 0.5}, {"writes_per_second": 100}):
+        (hot,) = tracker.hot(**options)
+        assert hot.logical_key == "acme"
+        assert hot.hot_shards == (HotShard(busy, "acme", 8190, 8190.0, 10.0, 1000.0),)
+        (shard,) = hot.hot_shards
+        assert (shard.writes_per_second, round(shard.load, 3)) == (819.0, 0.819)
+    assert tracker.hot(threshold=0.9) == []
+    assert tracker.hot(writes_per_second=820) == []
+    assert len(tracker.hot(writes_per_second=10)[0].hot_shards) == len(
+        {TenantEvent("acme", 0, region=r).get_physical_key() for r in REGIONS}
+    )
+
+
+def test_a_rate_on_one_physical_key_counts_writes_not_units() -> None:
+    """The guide's rule counts writes: 150 writes of 3 KB a second pass 100 writes/s."""
+    tracker = HotKeyTracker(RandomEvent, window=10, clock=SimulatedClock(start=49.5))
+    big = {"event_type": {"S": "x" * 3000}}
+    records = _burst("big", 150, range(40, 50))
+    for record in records:
+        record["dynamodb"]["NewImage"].update(big)
+    tracker.record(records)
+    (hot,) = tracker.hot(writes_per_second=100)
+    assert [(s.key, s.writes_per_second, s.per_second) for s in hot.hot_shards] == [
+        ("big#0", 150.0, 450.0)
+    ]
+    assert tracker.hot() == []  # 450 WCU/s is 45% of a partition
+
+
+@pytest.mark.parametrize(
+    ("options", "phrases"),
+    [
+        ({"threshold": 0}, ["threshold=0", "(0, 1]"]),
+        ({"threshold": 819}, ["threshold=819", "writes_per_second"]),
+        ({"threshold": "0.5"}, ["threshold='0.5'"]),
+        ({"writes_per_second": 0}, ["writes_per_second=0", "above 0"]),
+        ({"writes_per_second": True}, ["writes_per_second=True"]),
+        ({"threshold": 0.5, "writes_per_second": 100}, ["give one"]),
+    ],
+)
+def test_bad_hot_thresholds_name_the_argument_and_the_fix(
+    options: dict[str, Any], phrases: list[str]
+) -> None:
+    tracker = HotKeyTracker(RandomEvent, window=10, clock=SimulatedClock(start=49.5))
+    with pytest.raises(ValueError) as error:
+        tracker.hot(**options)
+    assert all(phrase in str(error.value) for phrase in phrases)
