@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
-from shardmodel.ops import HotKeyTracker, HotShard, read_stream
+from shardmodel.ops import HotKeyTracker, HotShard, contributor_insights, read_stream
 from shardmodel.testing import SimulatedClock
 from tests.models import DynamicEvent, HashedEvent, RandomEvent
 
@@ -285,3 +287,126 @@ def test_bad_hot_thresholds_name_the_argument_and_the_fix(
     with pytest.raises(ValueError) as error:
         tracker.hot(**options)
     assert all(phrase in str(error.value) for phrase in phrases)
+
+
+# -- Contributor Insights ------------------------------------------------------------------
+
+NOW = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
+PKC = "DynamoDBContributorInsights-PKC-tenant-events-1732780800000"
+PKT = "DynamoDBContributorInsights-PKT-tenant-events-1732780800000"
+
+
+def _stubbed(
+    mode: str, rules: list[str], reports: dict[str, list[tuple[str, float]]]
+) -> tuple[Any, Any]:
+    """DynamoDB and CloudWatch clients answering from botocore's Stubber (moto has neither call)."""
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    described = Stubber(dynamodb)
+    described.add_response(
+        "describe_contributor_insights",
+        {
+            "TableName": "tenant-events",
+            "ContributorInsightsStatus": "ENABLED",
+            "ContributorInsightsMode": mode,
+            "ContributorInsightsRuleList": rules,
+        },
+        {"TableName": "tenant-events"},
+    )
+    described.activate()
+    reported = Stubber(cloudwatch)
+    for rule, rows in reports.items():
+        reported.add_response(
+            "get_insight_rule_report",
+            {
+                "KeyLabels": ["PK"],
+                "AggregationStatistic": "Sum",
+                "Contributors": [
+                    {"Keys": [key], "ApproximateAggregateValue": value, "Datapoints": []}
+                    for key, value in rows
+                ],
+            },
+            {
+                "RuleName": rule,
+                "StartTime": NOW - timedelta(minutes=15),
+                "EndTime": NOW,
+                "Period": 60,
+                "MaxContributorCount": 10,
+                "OrderBy": "Sum",
+            },
+        )
+    reported.activate()
+    return dynamodb, cloudwatch
+
+
+def test_contributor_insights_fold_physical_keys_to_their_logical_keys() -> None:
+    """The PKT and PKC rules rank physical keys: each folds to the logical key it belongs to."""
+    busy = str(TenantEvent("acme", 0, region="eu-west-1").get_physical_key())
+    quiet = str(TenantEvent("acme", 0, region="us-east-1").get_physical_key())
+    other = str(TenantEvent("zeta", 0, region="eu-west-1").get_physical_key())
+    dynamodb, cloudwatch = _stubbed(
+        "ACCESSED_AND_THROTTLED_KEYS",
+        [PKC, PKT, PKC.replace("-PKC-", "-SKC-")],
+        {
+            PKT: [(busy, 120.0)],
+            PKC: [(busy, 737_100.0), (other, 9_000.0), (quiet, 9_000.0), ("hand-written", 5.0)],
+        },
+    )
+    found = contributor_insights(
+        TenantEvent, dynamodb=dynamodb, cloudwatch=cloudwatch, now=lambda: NOW
+    )
+    assert found.enabled and found.mode == "ACCESSED_AND_THROTTLED_KEYS"
+    throttled, accessed = found.rankings
+    assert (throttled.ranking, throttled.rule, accessed.ranking, accessed.rule) == (
+        "throttled",
+        PKT,
+        "accessed",
+        PKC,
+    )
+    assert [(c.key, c.logical_key) for c in throttled.contributors] == [(busy, "acme")]
+    assert [
+        (logical, total, [c.key for c in keys]) for logical, total, keys in accessed.folded()
+    ] == [
+        ("acme", 746_100.0, [busy, quiet]),
+        ("zeta", 9_000.0, [other]),
+        (None, 5.0, ["hand-written"]),
+    ]
+    text = found.render()
+    assert "most throttled partition keys, last 15 min" in text and PKT in text
+    acme = next(line for line in text.splitlines()[::-1] if line.startswith("acme "))
+    assert acme.split()[1:3] == ["746,100", "829"]  # 746,100 over 900 s
+    assert f"{busy} (737,100), {quiet} (9,000)" in acme
+    assert "(-: a key of no single logical key" in text
+
+
+def test_contributor_insights_in_throttled_keys_mode_and_when_off() -> None:
+    dynamodb, cloudwatch = _stubbed("THROTTLED_KEYS", [PKT], {PKT: []})
+    found = contributor_insights(
+        TenantEvent, dynamodb=dynamodb, cloudwatch=cloudwatch, now=lambda: NOW
+    )
+    assert [r.ranking for r in found.rankings] == ["throttled"]  # no PKC rule in this mode
+    assert "(no throttled keys in the window)" in found.render()
+    off = boto3.client("dynamodb", region_name="us-east-1")
+    with Stubber(off) as stub:
+        stub.add_response(
+            "describe_contributor_insights",
+            {"TableName": "tenant-events", "ContributorInsightsStatus": "DISABLED"},
+        )
+        found = contributor_insights(TenantEvent, dynamodb=off, cloudwatch=object())
+    assert not found.enabled and found.rankings == ()
+    assert found.render() == (
+        "contributor insights: disabled on tenant-events (enable it: aws dynamodb "
+        "update-contributor-insights --table-name tenant-events --contributor-insights-action "
+        "ENABLE)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "phrase"),
+    [({"minutes": 0}, "minutes=0"), ({"top": 101}, "top=101"), ({"top": True}, "top=True")],
+)
+def test_bad_contributor_insights_settings_fail_before_any_request(
+    options: dict[str, Any], phrase: str
+) -> None:
+    with pytest.raises(ValueError, match=phrase):
+        contributor_insights(TenantEvent, dynamodb=object(), cloudwatch=object(), **options)
