@@ -397,6 +397,21 @@ class PlainAlbum(Model):
     by_title = PlainByTitle()
 
 
+class TenantEvent(ShardedModel):
+    """A tenant's events hashed on their region: one busy region makes one busy shard.
+
+    Not in ALL_MODELS: the hot-key tests that need its table create it.
+    """
+
+    class Meta:
+        table_name = "tenant-events"
+        region = "us-east-1"
+
+    tenant = ShardedKeyAttribute(hash_key=True, strategy=HashShards(8, on=["region"]))
+    timestamp = NumberAttribute(range_key=True)
+    region = UnicodeAttribute()
+
+
 ALL_MODELS: tuple[type[Model], ...] = (
     RandomEvent,
     HashedEvent,

@@ -8,12 +8,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
-from shardmodel import HashShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.ops import HotKeyTracker, HotShard, contributor_insights, read_stream
 from shardmodel.testing import SimulatedClock
-from tests.models import DynamicEvent, HashedEvent, RandomEvent
+from tests.models import DynamicEvent, HashedEvent, RandomEvent, TenantEvent
 
 PAYLOAD = {"event_type": {"S": "x" * 200}}
 
@@ -198,18 +196,6 @@ def test_a_burst_shows_its_peak_second_not_the_windows_average() -> None:
     (key,) = tracker.top()
     assert round(key.per_second, 1) == 3.3 and key.load < 0.01
     assert (key.peak_per_second, key.partition_peak, key.peak_load) == (3000.0, 300.0, 0.3)
-
-
-class TenantEvent(ShardedModel):
-    """A tenant's events hashed on their region: one busy region makes one busy shard."""
-
-    class Meta:
-        table_name = "tenant-events"
-        region = "us-east-1"
-
-    tenant = ShardedKeyAttribute(hash_key=True, strategy=HashShards(8, on=["region"]))
-    timestamp = NumberAttribute(range_key=True)
-    region = UnicodeAttribute()
 
 
 REGIONS = ("eu-west-1", "us-east-1", "ap-south-1", "sa-east-1", "ca-central-1")
