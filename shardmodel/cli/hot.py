@@ -1,11 +1,15 @@
 """``shardmodel hot module:Model``: a table's throttles and capacity, and its hottest keys.
 
-The throttle report comes from CloudWatch (:func:`shardmodel.ops.throttle_report`), the
-hot keys from the table's stream (:class:`shardmodel.ops.HotKeyTracker`), with each
-key's average and its peak second; a time-series model's hot entities and buckets.
-``--grow`` grows the hot keys of a DynamicShards model to what they need. A source that
-is unavailable (CloudWatch, a table without a stream) is said in one line at the end,
-and the exit code is 1.
+The throttle report comes from CloudWatch (:func:`shardmodel.ops.throttle_report`); the
+most throttled and most accessed keys from Contributor Insights where the table has it
+enabled (:func:`shardmodel.ops.contributor_insights`), folded to logical keys; the hot
+keys from the table's stream (:class:`shardmodel.ops.HotKeyTracker`), with each key's
+average and its peak second, a time-series model's hot entities and buckets, and every
+physical key at ``--threshold`` of the partition limit (or ``--writes-per-second``) with
+the logical key it folds to. ``--grow`` grows the hot keys of a DynamicShards model to
+what they need. A source that is unavailable (CloudWatch, a table without a stream) is
+said in one line at the end, and the exit code is 1; Contributor Insights, an opt-in of
+the table, is said in one line where it is off and fails nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +56,19 @@ def _hot_command(commands: Subparsers) -> None:
         help="write units a second one partition accepts (default: 1,000 on-demand; a "
         "provisioned table's WCU over its initial partition count)",
     )
+    rule = hot.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--threshold",
+        type=number(0, 1, "a partition's whole limit", above_low=True),
+        help="a physical key is hot at this share of the partition limit, the window's "
+        "average (default: 0.8)",
+    )
+    rule.add_argument(
+        "--writes-per-second",
+        type=number(0, PARTITION_WCU, "a partition's 1,000 writes a second", above_low=True),
+        help="instead of a share: a physical key is hot at this many writes a second "
+        "(the time-series guide's 100)",
+    )
     hot.add_argument(
         "--grow", action="store_true", help="grow hot DynamicShards keys to what they need"
     )
@@ -66,7 +83,8 @@ def _hot_command(commands: Subparsers) -> None:
     )
 
 
-def _clients(model: Any, host: str | None) -> tuple[Any, Any]:
+def _clients(model: Any, host: str | None) -> tuple[Any, Any, Any]:
+    """CloudWatch, DynamoDB Streams and DynamoDB clients in the model's region."""
     import boto3
 
     region = getattr(model.Meta, "region", None) or boto3.session.Session().region_name
@@ -80,7 +98,8 @@ def _clients(model: Any, host: str | None) -> tuple[Any, Any]:
     }
     cloudwatch = boto3.client("cloudwatch", region_name=region, endpoint_url=host, **keys)
     streams = boto3.client("dynamodbstreams", region_name=region, endpoint_url=streams_url, **keys)
-    return cloudwatch, streams
+    dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=host, **keys)
+    return cloudwatch, streams, dynamodb
 
 
 def _partition_share(description: dict[str, Any], given: float | None) -> tuple[float, str]:
@@ -114,7 +133,7 @@ def _hot(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.model} is not a ShardedModel with a sharded partition key")
     if args.grow and sharding.directory is None:
         raise UsageError(f"--grow: {args.model} has no DynamicShards key to grow")
-    cloudwatch, streams = _clients(model, args.host)
+    cloudwatch, streams, dynamodb = _clients(model, args.host)
     unavailable: list[str] = []
     try:
         with progress("reading CloudWatch"):
@@ -124,6 +143,8 @@ def _hot(args: argparse.Namespace) -> int:
         print("throttles: CloudWatch unavailable (see the error below)")
     else:
         print(report.render())
+    print()
+    _insights(args, model, dynamodb, cloudwatch)
     print()
     description = model._get_connection().describe_table()
     stream_arn = description.get("LatestStreamArn")
@@ -138,6 +159,27 @@ def _hot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _insights(args: argparse.Namespace, model: Any, dynamodb: Any, cloudwatch: Any) -> None:
+    """Contributor Insights' rankings, or one line saying why there are none."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from shardmodel.ops import contributor_insights
+
+    try:
+        with progress("reading Contributor Insights"):
+            found = contributor_insights(
+                model,
+                minutes=args.minutes,
+                top=min(args.top, 100),  # CloudWatch reports at most 100 contributors
+                dynamodb=dynamodb,
+                cloudwatch=cloudwatch,
+            )
+    except (ClientError, BotoCoreError, NotImplementedError) as error:  # no permission, emulator
+        print(f"contributor insights: unavailable ({one_line(error)}); the stream below")
+    else:
+        print(found.render(args.top))
+
+
 def _hot_keys(
     args: argparse.Namespace,
     model: Any,
@@ -150,7 +192,13 @@ def _hot_keys(
     from shardmodel.ops import HotKeyTracker, read_stream
 
     share, basis = _partition_share(description, args.partition_wcu)
-    tracker = HotKeyTracker(model, window=args.minutes * 60, partition_wcu=share, grow=args.grow)
+    tracker = HotKeyTracker(
+        model,
+        window=args.minutes * 60,
+        partition_wcu=share,
+        grow=args.grow,
+        **({} if args.threshold is None else {"threshold": args.threshold}),
+    )
     with progress("reading the stream"):
         counted = read_stream(tracker, stream_arn, streams, max_calls=args.max_calls)
     top = tracker.top(args.top)
@@ -182,6 +230,31 @@ def _hot_keys(
         rows = [[p.key, round(p.write_units), p.peak_per_second, f"{p.peak_load:.0%}"]
                 for p in partitions]  # fmt: skip
         print(table(("bucket", "WCU", "peak WCU/s", "peak load"), rows))
+    _hot_shards(tracker, args.writes_per_second)
     if args.grow:
         for key, count in tracker.grow_hot().items():
             print(f"grew {key!r} to {count} shards")
+
+
+def _hot_shards(tracker: Any, writes_per_second: float | None) -> None:
+    """Every physical key at the threshold, with the logical key it folds to."""
+    if writes_per_second is None:
+        rule = f"{tracker.threshold:.0%} of {tracker.partition_wcu:,g} WCU/s"
+    else:
+        rule = f"{writes_per_second:,g} writes/s"
+    shards = [s for key in tracker.hot(writes_per_second=writes_per_second) for s in key.hot_shards]
+    if not shards:
+        print(f"no physical key at {rule} or more (the window's average)")
+        return
+    print(f"hot physical keys: {rule} or more (the window's average)")
+    rows = [
+        [
+            s.key,
+            s.logical_key,
+            round(s.writes_per_second, 2),
+            round(s.per_second, 2),
+            f"{s.load:.0%}",
+        ]
+        for s in sorted(shards, key=lambda s: (-s.load, -s.writes, s.key))
+    ]
+    print(table(("physical key", "logical key", "writes/s", "WCU/s", "load"), rows))

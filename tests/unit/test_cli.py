@@ -555,6 +555,159 @@ def test_hot_takes_a_provisioned_tables_partition_share(capsys: Capture) -> None
     assert "500 WCU/s a partition (1,500 WCU over 3 initial partition(s))" in out
 
 
+def _skewed_tenant_table() -> str:
+    """TenantEvent's table with a stream: 50 writes from one region, 5 from each of four others.
+
+    Returns the busy physical key. Over a one-minute window that key takes 0.83 WCU/s, the
+    rest 0.08 each: 83% of a 1 WCU/s partition, while the key's average over the shards it
+    reached is under 25%.
+    """
+    from tests.models import TenantEvent
+
+    TenantEvent.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    _enable_stream("tenant-events")
+    for region, count in (("eu-west-1", 50), ("us-east-1", 5), ("ap-south-1", 5),
+                          ("sa-east-1", 5), ("ca-central-1", 5)):  # fmt: skip
+        for n in range(count):
+            TenantEvent("acme", n, region=region).save()
+    return str(TenantEvent("acme", 0, region="eu-west-1").get_physical_key())
+
+
+@pytest.mark.usefixtures("tables")
+@pytest.mark.parametrize(
+    ("rule", "heading"),
+    [
+        ([], "hot physical keys: 80% of 1 WCU/s or more"),  # the default share
+        (["--threshold", "0.5"], "hot physical keys: 50% of 1 WCU/s or more"),
+        (["--writes-per-second", "0.5"], "hot physical keys: 0.5 writes/s or more"),
+    ],
+)
+def test_hot_names_a_skewed_physical_key_with_its_logical_key(
+    capsys: Capture, rule: list[str], heading: str
+) -> None:
+    """A HashShards key hashed on a skewed attribute: one physical key at 83% is hot."""
+    busy = _skewed_tenant_table()
+    args = ["hot", "tests.models:TenantEvent", "--minutes", "1", "--partition-wcu", "1", *rule]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "contributor insights: unavailable (NotImplementedError" in out  # moto has none
+    assert heading in out
+    lines = out.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(heading))
+    rows = [line.split() for line in lines[start:]]
+    assert rows[3] == [busy, "acme", "0.8", "0.8", "83%"]
+    assert len(rows) == 4  # the other regions' keys take 0.08 each
+
+
+class _InsightsEnabled:
+    """A client of moto's that also answers Contributor Insights, which moto does not.
+
+    DynamoDB's DescribeContributorInsights lists the table's rules; CloudWatch's
+    GetInsightRuleReport ranks the physical keys of each.
+    """
+
+    def __init__(self, client: object, answers: dict[str, object]) -> None:
+        self._client = client
+        self._answers = answers
+        self.asked: list[dict[str, object]] = []
+
+    def __getattr__(self, name: str) -> object:
+        if name not in self._answers:
+            return getattr(self._client, name)
+
+        def answer(**params: object) -> object:
+            self.asked.append(params)
+            found = self._answers[name]
+            return found(params) if callable(found) else found
+
+        return answer
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_prints_contributor_insights_folded_to_logical_keys(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the table has Contributor Insights, its PKT and PKC rankings show by logical key."""
+    import shardmodel.cli.hot
+    from tests.models import TenantEvent
+
+    busy = _skewed_tenant_table()
+    quiet = str(TenantEvent("acme", 0, region="us-east-1").get_physical_key())
+    rules = {
+        "PKT": "DynamoDBContributorInsights-PKT-tenant-events-1732780800000",
+        "PKC": "DynamoDBContributorInsights-PKC-tenant-events-1732780800000",
+    }
+    ranked = {
+        rules["PKT"]: [(busy, 12.0)],
+        rules["PKC"]: [(busy, 49_140.0), ("zeta#1", 600.0), (quiet, 300.0)],
+    }
+
+    def report(params: dict[str, object]) -> dict[str, object]:
+        rows = ranked[str(params["RuleName"])]
+        return {
+            "AggregationStatistic": "Sum",
+            "Contributors": [{"Keys": [k], "ApproximateAggregateValue": v} for k, v in rows],
+        }
+
+    original = shardmodel.cli.hot._clients
+    wrapped: list[_InsightsEnabled] = []
+
+    def clients(model: object, host: str | None) -> tuple[object, object, object]:
+        cloudwatch, streams, dynamodb = original(model, host)
+        described = {
+            "ContributorInsightsStatus": "ENABLED",
+            "ContributorInsightsMode": "ACCESSED_AND_THROTTLED_KEYS",
+            "ContributorInsightsRuleList": [*rules.values()],
+        }
+        wrapped.append(_InsightsEnabled(cloudwatch, {"get_insight_rule_report": report}))
+        wrapped.append(_InsightsEnabled(dynamodb, {"describe_contributor_insights": described}))
+        return wrapped[0], streams, wrapped[1]
+
+    monkeypatch.setattr(shardmodel.cli.hot, "_clients", clients)
+    assert main(["hot", "tests.models:TenantEvent", "--minutes", "15", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "contributor insights: tenant-events (ACCESSED_AND_THROTTLED_KEYS)" in out
+    assert [params["RuleName"] for params in wrapped[0].asked] == [rules["PKT"], rules["PKC"]]
+    assert {params["MaxContributorCount"] for params in wrapped[0].asked} == {5}
+    assert wrapped[1].asked == [{"TableName": "tenant-events"}]
+    lines = out.splitlines()
+    accessed = lines.index(next(line for line in lines if line.startswith("most accessed")))
+    acme = lines[accessed + 3].split()
+    assert acme[:3] == ["acme", "49,440", "54.9"]  # busy and quiet, over 900 s
+    assert acme[3:] == [busy, "(49,140),", quiet, "(300)"]
+    assert lines[accessed + 4].split() == ["zeta", "600", "0.7", "zeta#1", "(600)"]
+    assert "hot keys: 70 writes read from the stream" in out  # the stream still reports
+
+
+@pytest.mark.usefixtures("tables")
+def test_hot_says_in_one_line_that_contributor_insights_is_off(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shardmodel.cli.hot
+
+    _enable_stream("random-events")
+    original = shardmodel.cli.hot._clients
+
+    def clients(model: object, host: str | None) -> tuple[object, object, object]:
+        cloudwatch, streams, dynamodb = original(model, host)
+        off = {"TableName": "random-events", "ContributorInsightsStatus": "DISABLED"}
+        return (
+            cloudwatch,
+            streams,
+            _InsightsEnabled(dynamodb, {"describe_contributor_insights": off}),
+        )
+
+    monkeypatch.setattr(shardmodel.cli.hot, "_clients", clients)
+    assert main(["hot", "tests.models:RandomEvent"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("contributor insights")] == [
+        "contributor insights: disabled on random-events (enable it: aws dynamodb "
+        "update-contributor-insights --table-name random-events "
+        "--contributor-insights-action ENABLE)"
+    ]
+    assert any(line.startswith("hot keys: 0 writes read from the stream") for line in out)
+
+
 @pytest.mark.parametrize(
     ("args", "code", "phrases"),
     [
@@ -568,6 +721,14 @@ def test_hot_takes_a_provisioned_tables_partition_share(capsys: Capture) -> None
         (["tests.models:RandomEvent", "--partition-wcu", "2000"], 2, ["1,000 WCU"]),
         (["tests.models:RandomEvent", "--partition-wcu", "-1"], 2, ["--partition-wcu"]),
         (["tests.models:RandomEvent", "--host", "nowhere"], 2, ["--host"]),
+        (["tests.models:RandomEvent", "--threshold", "0"], 2, ["--threshold", "above 0"]),
+        (["tests.models:RandomEvent", "--threshold", "82"], 2, ["--threshold", "at most 1"]),
+        (["tests.models:RandomEvent", "--writes-per-second", "0"], 2, ["--writes-per-second"]),
+        (
+            ["tests.models:RandomEvent", "--threshold", "0.5", "--writes-per-second", "100"],
+            2,
+            ["--writes-per-second", "not allowed with argument --threshold"],
+        ),
     ],
 )
 def test_hot_errors_are_one_line(
