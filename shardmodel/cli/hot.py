@@ -61,7 +61,7 @@ def _hot_command(commands: Subparsers) -> None:
         "--threshold",
         type=number(0, 1, "a partition's whole limit", above_low=True),
         help="a physical key is hot at this share of the partition limit, the window's "
-        "average (default: 0.8)",
+        "average; also the headroom --grow sizes to (default: 0.8)",
     )
     rule.add_argument(
         "--writes-per-second",
