@@ -58,8 +58,8 @@ class _LoopPool:
         self._owner = owner
         self.authority = owner._authority
 
-    def post(self, headers: Any, body: bytes) -> Any:
-        return await_(self._owner.loop_pool().post(headers, body))
+    def post(self, headers: Any, body: bytes, resend: bool = False) -> Any:
+        return await_(self._owner.loop_pool().post(headers, body, resend))
 
 
 class AsyncLeanClient(LeanClient):

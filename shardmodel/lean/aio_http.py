@@ -268,8 +268,13 @@ class AsyncHttpPool:
 
     # -- requests -------------------------------------------------------------------------
 
-    async def post(self, headers: Any, body: bytes) -> Response:
-        """POST ``body`` to ``/`` with ``headers`` (name -> value); the whole response."""
+    async def post(self, headers: Any, body: bytes, resend: bool = False) -> Response:
+        """POST ``body`` to ``/`` with ``headers`` (name -> value); the whole response.
+
+        ``resend``: True for a read (see :data:`~shardmodel.lean.http.RESENDABLE`), sent
+        once more on a new socket when a kept one turns out closed; any other request
+        raises ``ConnectionClosedError`` then, for botocore's retry policy to judge.
+        """
         from botocore.exceptions import ConnectionClosedError
 
         payload = request_bytes(self.authority, headers, body)
@@ -278,7 +283,10 @@ class AsyncHttpPool:
             try:
                 return await self._exchange(conn, payload, kept=True)
             except _Stale:
-                pass  # closed by the server while idle: once more, on a new socket
+                if not resend:
+                    self._release(None)
+                    raise ConnectionClosedError(endpoint_url=self.url) from None
+                # closed by the server while idle: once more, on a new socket
         try:
             conn = await self._connect()
         except BaseException:

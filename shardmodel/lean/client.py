@@ -50,7 +50,7 @@ from shardmodel.lean.hooks import (
     retry_delay,
     until_answer,
 )
-from shardmodel.lean.http import HttpPool
+from shardmodel.lean.http import RESENDABLE, HttpPool
 from shardmodel.lean.sigv4 import Signer
 
 __all__ = ["LEAN_OPERATIONS", "LeanClient", "lean_client", "unsupported_reason"]
@@ -427,7 +427,7 @@ class LeanClient:
             )
             headers, body = request.headers, request.body  # as the handlers left them
         if http is None:
-            sent = self.pool.post(headers, body)
+            sent = self.pool.post(headers, body, model.name in RESENDABLE)
             received = _headers()
             dict.update(received, sent.headers)  # already lower case
             http = _HttpResponse(self.url, sent.status, received, sent.body)

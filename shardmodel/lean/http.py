@@ -18,8 +18,11 @@ reset or closed while sending or reading         ``ConnectionClosedError``
 a response that is not HTTP/1.x                  ``HTTPClientError``
 ===============================================  ===========================================
 
-A kept socket the server closed while idle fails on first use; the request is then sent
-once more on a new socket (as urllib3 does): only idempotent requests come here.
+A kept socket the server closed while idle fails on first use; a read (an operation of
+:data:`RESENDABLE`) is then sent once more on a new socket, as urllib3 does. Any other
+request fails with ``ConnectionClosedError`` instead: the server may have applied it
+before the socket went, and only botocore's retry policy, which counts the attempt,
+decides whether a write or an ``ADD`` goes again.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = [
+    "RESENDABLE",
     "HttpPool",
     "Response",
     "content_length",
@@ -42,6 +46,21 @@ __all__ = [
     "parse_head",
     "request_bytes",
 ]
+
+#: The operations sent once more when a kept socket turns out closed: reads, which the
+#: server applies no matter how often.
+RESENDABLE = frozenset(
+    {
+        "GetItem",
+        "BatchGetItem",
+        "Query",
+        "Scan",
+        "TransactGetItems",
+        "DescribeTable",
+        "DescribeTimeToLive",
+        "ListTables",
+    }
+)
 
 _CRLF2 = b"\r\n\r\n"
 _READ = 65536
@@ -152,15 +171,23 @@ class HttpPool:
 
     # -- requests ---------------------------------------------------------------------
 
-    def post(self, headers: Any, body: bytes) -> Response:
-        """POST ``body`` to ``/`` with ``headers`` (name -> value); the whole response."""
+    def post(self, headers: Any, body: bytes, resend: bool = False) -> Response:
+        """POST ``body`` to ``/`` with ``headers`` (name -> value); the whole response.
+
+        ``resend``: True for a read, sent once more on a new socket when a kept one
+        turns out closed.
+        """
+        from botocore.exceptions import ConnectionClosedError
+
         payload = request_bytes(self.authority, headers, body)
         conn = self._take()
         if conn is not None:
             try:
                 return self._exchange(conn, payload, kept=True)
             except _Stale:
-                pass  # the server closed it while idle: once more, on a new socket
+                if not resend:
+                    raise ConnectionClosedError(endpoint_url=self.url) from None
+                # the server closed it while idle: once more, on a new socket
         try:
             return self._exchange(self._connect(), payload, kept=False)
         except _Stale:

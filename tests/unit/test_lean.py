@@ -10,6 +10,7 @@ signer, framing against every response shape HTTP/1.1 allows for these responses
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.util
 import json
@@ -44,8 +45,9 @@ from pynamodb.connection.base import Connection, MetaTable
 from pynamodb.exceptions import GetError
 
 from shardmodel.lean import LeanConnection, table_connection, unsupported_reason
+from shardmodel.lean.aio_http import AsyncHttpPool
 from shardmodel.lean.client import Headers, LeanClient
-from shardmodel.lean.http import HttpPool
+from shardmodel.lean.http import RESENDABLE, HttpPool
 from shardmodel.lean.sigv4 import Signer
 from shardmodel.retry import is_throttle
 from shardmodel.throttles import throttling_reasons
@@ -760,11 +762,56 @@ def test_a_socket_the_server_closed_while_idle_is_replaced_transparently() -> No
     pool = HttpPool(server.url)
     try:
         assert pool.post({}, b"{}").body == b'{"a": 1}'
-        assert pool.post({}, b"{}").body == b'{"a": 2}'
+        assert pool.post({}, b"{}", resend=True).body == b'{"a": 2}'
     finally:
         pool.close()
         server.close()
     assert server.connections == 2
+
+
+def _write_on_a_closing_socket(post: Callable[[Any, bytes, bool], Any], server: Script) -> None:
+    """The server reads the second request, then closes without an answer: applied or not,
+    the caller cannot know; a write must not go again on its own."""
+    assert post({}, b"{}", False).body == b'{"a": 1}'
+    with pytest.raises(ConnectionClosedError):
+        post({}, b'{"write": 1}', False)
+    assert [body for _, body in server.requests] == [b"{}", b'{"write": 1}']
+    assert server.connections == 1
+
+
+def test_a_write_on_a_socket_closed_under_it_is_not_resent() -> None:
+    """Only reads (RESENDABLE) are sent again on a new socket; a write raises for botocore's
+    retry policy to judge (and count), on the sync pool and on the async one alike."""
+    assert "Query" in RESENDABLE and "PutItem" not in RESENDABLE
+    assert "UpdateItem" not in RESENDABLE and "ExecuteStatement" not in RESENDABLE
+    server = Script([reply(200, {"a": 1}), hang_up, reply(200, {"a": 2})])
+    pool = HttpPool(server.url)
+    try:
+        _write_on_a_closing_socket(pool.post, server)
+    finally:
+        pool.close()
+        server.close()
+
+    server = Script([reply(200, {"a": 1}), hang_up, reply(200, {"a": 2})])
+
+    async def run() -> None:
+        loop_pool = AsyncHttpPool(server.url)
+        await loop_pool.start()
+        done: list[Any] = []
+        for body in (b"{}", b'{"write": 1}'):
+            try:
+                done.append(await loop_pool.post({}, body, False))
+            except ConnectionClosedError as error:
+                done.append(error)
+        assert done[0].body == b'{"a": 1}' and isinstance(done[1], ConnectionClosedError)
+        loop_pool.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        server.close()
+    assert [body for _, body in server.requests] == [b"{}", b'{"write": 1}']
+    assert server.connections == 1
 
 
 def test_connection_close_is_not_reused() -> None:
