@@ -51,6 +51,7 @@ from shardmodel.lean.hooks import (
     until_answer,
 )
 from shardmodel.lean.http import RESENDABLE, HttpPool
+from shardmodel.lean.private import missing_on
 from shardmodel.lean.sigv4 import Signer
 
 __all__ = ["LEAN_OPERATIONS", "LeanClient", "lean_client", "unsupported_reason"]
@@ -180,6 +181,9 @@ def unsupported_reason(client: Any) -> str | None:
     proxies = getattr(session, "_proxy_config", None)
     if proxies is None or proxies.proxy_url_for(meta.endpoint_url) is not None:
         return "a proxy (config or environment)"
+    lacking = missing_on(client)
+    if lacking is not None:
+        return f"the installed botocore lacks {lacking}"
     return None
 
 

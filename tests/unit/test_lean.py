@@ -46,7 +46,7 @@ from pynamodb.exceptions import GetError
 
 from shardmodel.lean import LeanConnection, table_connection, unsupported_reason
 from shardmodel.lean.aio_http import AsyncHttpPool
-from shardmodel.lean.client import Headers, LeanClient
+from shardmodel.lean.client import Headers, LeanClient, lean_client
 from shardmodel.lean.http import RESENDABLE, HttpPool
 from shardmodel.lean.sigv4 import Signer
 from shardmodel.retry import is_throttle
@@ -1077,3 +1077,40 @@ def test_the_codec_decodes_what_botocore_decodes(
     expected.pop("ResponseMetadata", None)
     assert fastparse_tests.same(parse_body(shape, body, loads), expected)
     assert fastparse_tests.same(parse_body(shape, body + b"]", loads), None)
+
+
+def test_a_botocore_without_a_name_the_lean_path_uses_makes_it_step_aside(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """botocore before ~1.40.62 builds AWSPreparedRequest without ``context``: the lean path
+    would raise TypeError in a user's query there. It names the gap once and steps aside."""
+    from botocore import awsrequest
+
+    from shardmodel.lean import private
+
+    client = _client("http://127.0.0.1:9")
+    assert unsupported_reason(client) is None
+    original = awsrequest.AWSPreparedRequest.__init__
+
+    def older(
+        self: Any, method: str, url: str, headers: Any, body: Any, stream_output: bool
+    ) -> None:
+        original(self, method, url, headers, body, stream_output)
+
+    monkeypatch.setattr(awsrequest.AWSPreparedRequest, "__init__", older)
+    private.missing.cache_clear()
+    private._warn.cache_clear()
+    try:
+        with pytest.warns(private.LeanFallbackWarning, match=r"lacks botocore\.awsrequest"):
+            reason = unsupported_reason(client)
+        assert reason == (
+            "the installed botocore lacks botocore.awsrequest.AWSPreparedRequest(context=...)"
+        )
+        assert lean_client(client) is None
+    finally:
+        monkeypatch.undo()
+        private.missing.cache_clear()
+    assert unsupported_reason(client) is None
+    del client._request_signer._signing_name  # a client instance missing a name
+    with pytest.warns(private.LeanFallbackWarning, match="_request_signer._signing_name"):
+        assert "lacks client._request_signer._signing_name" in str(unsupported_reason(client))
