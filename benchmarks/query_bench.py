@@ -40,6 +40,7 @@ PynamoDB on the lean path). Data is loaded once, without the injected latency.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import os
@@ -61,6 +62,7 @@ from benchmarks import request_floor
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.lean import LeanClient, nonblocking, table_connection
 from shardmodel.lean.fastparse import install as install_fast_parse
+from shardmodel.lean.fastparse import own_requests
 from shardmodel.testing import bind_models, create_tables, dynalite_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -306,8 +308,13 @@ def _merged(
 
 
 def _single(limit: int | None, forward: bool, model: type[Model] = Single) -> Run:
+    # the fast parser parses only requests sent as the library's own
+    scope = own_requests if model is SingleFastParse else contextlib.nullcontext
+
     def run() -> list[int]:
-        return [_ts(item) for item in model.query(KEY, scan_index_forward=forward, limit=limit)]
+        with scope():
+            query = model.query(KEY, scan_index_forward=forward, limit=limit)
+            return [_ts(item) for item in query]
 
     return run
 

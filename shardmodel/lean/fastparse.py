@@ -8,7 +8,10 @@ AttributeValue (a structure of ten members) it still looks up all ten members, f
 every attribute of every item: most of the client's CPU per item on a large Query.
 
 :func:`install` registers a ``before-parse`` handler on a client for ``Query`` and
-``Scan``. For a 2xx response it decodes the body with ``json.loads`` and applies the
+``Scan``; it parses only the library's own requests, sent inside :func:`own_requests`
+(a context variable: the thread, task or greenlet that sends them), so a Query the
+application sends on the same client is parsed by botocore as before. For a 2xx response
+it decodes the body with ``json.loads`` and applies the
 same rules with converters compiled once per output shape (an attribute of one member
 costs one dictionary look-up), hands botocore the result through the event's
 ``customized_response_dict`` and an empty body. botocore still builds
@@ -21,14 +24,16 @@ own error). On a botocore that does not emit ``before-parse`` nothing changes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
-__all__ = ["FAST_OPERATIONS", "install", "parse_body"]
+__all__ = ["FAST_OPERATIONS", "install", "own_requests", "parse_body"]
 
 #: Operations whose successful responses are parsed here.
 FAST_OPERATIONS = ("Query", "Scan")
@@ -39,8 +44,20 @@ _Convert = Callable[[Any], Any]
 _UNIQUE_ID = "shardmodel.lean.fastparse"
 _compiled: weakref.WeakKeyDictionary[Any, _Convert | None] = weakref.WeakKeyDictionary()
 _compile_lock = threading.Lock()
-#: Marks a client whose handlers are registered.
-_INSTALLED = "_shardmodel_fast_parse"
+#: The clients whose handlers are registered (nothing is set on a client).
+_installed: weakref.WeakSet[Any] = weakref.WeakSet()
+#: True while the library sends its own requests (see :func:`own_requests`).
+_OWN: ContextVar[bool] = ContextVar("shardmodel_fast_parse_own", default=False)
+
+
+@contextlib.contextmanager
+def own_requests() -> Iterator[None]:
+    """Parse fast the Query and Scan responses of the requests sent in this block."""
+    token = _OWN.set(True)
+    try:
+        yield
+    finally:
+        _OWN.reset(token)
 
 
 def install(client: Any) -> bool:
@@ -49,7 +66,7 @@ def install(client: Any) -> bool:
     Returns False (and changes nothing) when the client does not speak botocore's
     ``json`` protocol.
     """
-    if getattr(client, _INSTALLED, False):
+    if client in _installed:
         return True  # registering is a no-op then, but botocore inspects the handler first
     meta = client.meta
     if meta.service_model.resolved_protocol != "json":
@@ -62,7 +79,7 @@ def install(client: Any) -> bool:
             _before_parse,
             unique_id=f"{_UNIQUE_ID}.{operation}",
         )
-    setattr(client, _INSTALLED, True)
+    _installed.add(client)
     return True
 
 
@@ -72,6 +89,8 @@ def _before_parse(
     customized_response_dict: dict[str, Any],
     **kwargs: Any,
 ) -> None:
+    if not _OWN.get():
+        return  # the application's own request: botocore parses it, as without shardmodel
     status = response_dict.get("status_code")
     body = response_dict.get("body")
     if not isinstance(status, int) or not 200 <= status < 300:

@@ -8,6 +8,7 @@ results, ResponseMetadata included, must be equal value for value and type for t
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import zlib
 from collections import deque
@@ -78,10 +79,15 @@ class Canned:
     def _seen(self, response_dict: dict[str, Any], **kwargs: Any) -> None:
         self.bodies_parsed.append(response_dict["body"])
 
-    def call(self, operation: str, **params: Any) -> tuple[str, Any]:
-        """("ok", parsed) or ("error", the ClientError's response)."""
+    def call(self, operation: str, own: bool = True, **params: Any) -> tuple[str, Any]:
+        """("ok", parsed) or ("error", the ClientError's response).
+
+        ``own``: sent as the library sends its own requests (else as the application's).
+        """
+        scope = fastparse.own_requests() if own else contextlib.nullcontext()
         try:
-            return "ok", getattr(self.client, operation)(**params)
+            with scope:
+                return "ok", getattr(self.client, operation)(**params)
         except ClientError as error:
             return "error", error.response
 
@@ -391,3 +397,18 @@ def test_merged_queries_parse_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert [e.timestamp for e in RandomEvent.query("fp", limit=3)] == [0, 1, 2]
     assert bodies and set(bodies) == {b""}  # every shard's response took the fast path
+
+
+def test_the_applications_own_requests_on_the_client_are_botocores() -> None:
+    """Installed on a client, the fast parser parses only the library's requests: a Query
+    the application sends on the same client goes through botocore's parser, unchanged,
+    and nothing is set on the client."""
+    fast = Canned(fast=True)
+    before = set(vars(fast.client))
+    fast.reply(encode(FULL_RESPONSE))
+    fast.reply(encode(FULL_RESPONSE))
+    assert fast.call("query", own=False, **QUERY)[0] == "ok"
+    assert fast.bodies_parsed == [encode(FULL_RESPONSE)]  # botocore parsed the body
+    assert fast.call("query", **QUERY)[0] == "ok"
+    assert fast.bodies_parsed[1:] == [b""]  # the library's: parsed fast
+    assert set(vars(fast.client)) == before
