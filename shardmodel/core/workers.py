@@ -41,6 +41,7 @@ __all__ = [
     "Workers",
     "loop_fanout",
     "shared_workers",
+    "usable_here",
     "workers",
 ]
 
@@ -165,11 +166,16 @@ def shared_workers() -> Workers:
 class _LoopReplies(Generic[_R]):
     """Finished tasks of one caller, put by loop tasks, taken in the caller's greenlet."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "_loop", "_waiter")
 
     def __init__(self) -> None:
         self._items: deque[Task[_R]] = deque()
         self._waiter: Any = None  # the future the caller waits on, while it waits
+        self._loop = asyncio.get_running_loop()
+
+    def usable(self) -> bool:
+        """True inside an async call on the loop the tasks run on."""
+        return in_async() and asyncio._get_running_loop() is self._loop
 
     def put(self, item: Task[_R]) -> None:
         self._items.append(item)
@@ -233,12 +239,24 @@ class _DrivenReplies(Generic[_R]):
     ``get`` runs that loop until a task is here; a ``put`` while the caller waits stops it.
     """
 
-    __slots__ = ("_items", "_loop", "_waiting")
+    __slots__ = ("_items", "_loop", "_thread", "_waiting")
 
     def __init__(self, loop: Any) -> None:
         self._items: deque[Task[_R]] = deque()
         self._loop = loop
         self._waiting = False
+        self._thread = threading.get_ident()
+
+    def usable(self) -> bool:
+        """True in the thread whose kept loop runs the tasks, outside any running loop.
+
+        The tasks' greenlets belong to that thread, and its loop closes when it ends.
+        """
+        return (
+            threading.get_ident() == self._thread
+            and not self._loop.is_closed()
+            and asyncio._get_running_loop() is None
+        )
 
     def put(self, item: Task[_R]) -> None:
         self._items.append(item)
@@ -294,6 +312,19 @@ class Runner(Protocol):
 LOOP_WORKERS = LoopWorkers()
 #: a sync caller's runner on its thread's kept loop
 DRIVEN_WORKERS = DrivenLoopWorkers()
+
+
+def usable_here(replies: Replies[Any]) -> bool:
+    """True when the caller can wait on ``replies`` where it runs now.
+
+    A thread pool's queue can be waited on from any thread. A loop's replies only where
+    that loop runs its tasks: a sync iterator handed to another thread, or continued
+    inside a coroutine, must send its next requests elsewhere (see
+    :meth:`shardmodel.engine.merge.MergedQuery.close` and its hand-off).
+    """
+    if isinstance(replies, _LoopReplies | _DrivenReplies):
+        return replies.usable()
+    return True
 
 
 def loop_fanout() -> bool:

@@ -25,7 +25,7 @@ from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
-from shardmodel.core.workers import Replies, Runner, Task, workers
+from shardmodel.core.workers import Replies, Runner, Task, usable_here, workers
 from shardmodel.engine.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
 __all__ = [
@@ -323,6 +323,7 @@ class MergedQuery(Generic[_T]):
         if self._closed:
             return
         self._closed = True
+        self._here()
         for group in self._groups:
             for shard in group:
                 if shard.task is not None:
@@ -400,9 +401,31 @@ class MergedQuery(Generic[_T]):
             return None  # one shard: DynamoDB's own 1 MB pages, as PynamoDB does
         return max(25, self._item_budget // (2 * shards))
 
+    def _here(self) -> None:
+        """Wait where the caller runs now: after a hand-off, on a runner of this place.
+
+        A sync iterator's requests may run on its thread's kept loop, in greenlets of
+        that thread. Read on by another thread (the first may have ended, its loop with
+        it) or inside a coroutine (a loop already runs there), that loop cannot be
+        driven: the requests in flight are left to it (reads: nothing changes on the
+        table) and each of those shards is asked again from the same position on the
+        runner of where the iterator is now, so no item is lost or repeated.
+        """
+        if usable_here(self._done):
+            return
+        for group in self._groups:
+            for shard in group:
+                if shard.task is not None:
+                    shard.task.cancel()
+                    shard.task = None
+        self._inflight = 0
+        self._runner = workers()
+        self._done = self._runner.replies()
+
     def _schedule(self, shard: _Shard, page: int | None = None) -> None:
         if shard.task is not None or shard.exhausted or self._closed:
             return
+        self._here()
         if self._inflight >= self._workers:
             return  # at this query's share of the pool; _fill schedules it later
         if page is None:
@@ -414,6 +437,7 @@ class MergedQuery(Generic[_T]):
 
     def _fill(self) -> None:
         """Wait until every shard the merge needs has delivered, failing fast on errors."""
+        self._here()
         while self._waiting:
             for shard in list(self._waiting):
                 self._schedule(shard)

@@ -45,3 +45,46 @@ def test_a_sync_query_waits_for_its_shards_together_on_the_callers_loop(
     sent = pool.sent
     assert [e.timestamp for e in RandomEvent.query("fan", limit=7)] == list(range(7))
     assert pool.sent == sent  # the worker threads' sockets instead
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_sync_iterator_read_on_in_another_thread_and_in_a_coroutine_loses_nothing() -> None:
+    """Started on a thread that then ends, read on elsewhere: every item once, in order.
+
+    The first thread's kept loop held the next pages' requests and its sockets, and
+    closed with the thread; read inside a coroutine, a loop already runs in the thread.
+    Either way the requests still needed are asked again from the same positions.
+    """
+    import asyncio
+    import threading
+
+    with RandomEvent.batch_write() as batch:
+        for ts in range(90):
+            batch.save(RandomEvent(user_id="handoff", timestamp=ts, event_type="e"))
+    started: list[object] = []
+
+    def first_thread() -> None:
+        query = RandomEvent.query("handoff", page_size=3)
+        started.extend([query, [next(query).timestamp for _ in range(4)]])
+
+    thread = threading.Thread(target=first_thread)
+    thread.start()
+    thread.join(60)
+    query, head = started
+    middle: list[int] = []
+
+    def second_thread() -> None:
+        for item in query:  # type: ignore[attr-defined]
+            middle.append(item.timestamp)
+            if len(middle) == 30:
+                break
+
+    reader = threading.Thread(target=second_thread)
+    reader.start()
+    reader.join(60)
+
+    async def inside_a_coroutine() -> list[int]:
+        return [item.timestamp for item in query]  # type: ignore[attr-defined]
+
+    rest = asyncio.run(inside_a_coroutine())
+    assert head + middle + rest == list(range(90))  # type: ignore[operator]

@@ -184,3 +184,46 @@ def test_a_thread_that_ends_mid_query_leaves_no_request_pending() -> None:
     loop, _, tasks = kept
     assert len(tasks) == 10 and loop.is_closed()
     assert all(task.done() for task in tasks)
+
+
+def test_a_sync_iterator_handed_to_another_thread_returns_every_item_once(fanout: str) -> None:
+    """Started on one thread (its kept loop holds the next pages' requests), the thread
+    ends; read on in another thread, each item comes once and in order."""
+    load(80)
+    started: list[Any] = []
+
+    def first_thread() -> None:
+        query = RandomEvent.query("q", page_size=3)
+        started.extend([query, [next(query).timestamp for _ in range(5)]])
+
+    thread = threading.Thread(target=first_thread)
+    thread.start()
+    thread.join(60)
+    query, head = started
+    assert head == [0, 1, 2, 3, 4]
+    rest: list[int] = []
+    reader = threading.Thread(target=lambda: rest.extend(e.timestamp for e in query))
+    reader.start()
+    reader.join(60)
+    assert head + rest == list(range(80))
+
+
+def test_a_sync_iterator_continued_inside_a_coroutine_returns_every_item_once(
+    fanout: str,
+) -> None:
+    """A loop runs in the thread now: the iterator's own cannot, its next pages are
+    asked elsewhere; every item once, in order, and the cursor still resumes."""
+    import asyncio
+
+    load(60)
+    query = RandomEvent.query("q", page_size=4, limit=50)
+    head = [next(query).timestamp for _ in range(7)]
+
+    async def go_on() -> list[int]:
+        return [e.timestamp for e in query]
+
+    rest = asyncio.run(go_on())
+    assert head + rest == list(range(50))
+    cursor = query.last_evaluated_key
+    tail = [e.timestamp for e in RandomEvent.query("q", last_evaluated_key=cursor)]
+    assert head + rest + tail == list(range(60))
