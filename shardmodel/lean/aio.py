@@ -165,6 +165,8 @@ def async_client(client: Any) -> Any:
         if found is None:
             reason = unsupported_reason(client)
             found = AsyncLeanClient(client) if reason is None else _ThreadedClient(client)
+            if isinstance(found, AsyncLeanClient) and found.rate_limited():
+                found = _ThreadedClient(client)  # adaptive mode's waits stay off the loop
             setattr(client, _ATTRIBUTE, found)
         return found
 

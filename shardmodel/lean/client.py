@@ -47,6 +47,7 @@ from shardmodel.lean.hooks import (
     Resolved,
     first_answer,
     quiet_send,
+    rate_limited,
     retry_delay,
     until_answer,
 )
@@ -281,6 +282,16 @@ class LeanClient:
             serialized: bytes = request["body"]
             return serialized
         return body
+
+    def rate_limited(self) -> bool:
+        """True when botocore's adaptive retry mode limits this client's sending rate.
+
+        Its limiter may wait on a lock for a token: on an event loop that wait would hold
+        every coroutine, so an async call's requests then run on threads instead.
+        """
+        operation = next(iter(self._operations.values()))
+        resolved = self.hooks.resolve(operation.events, operation.model)
+        return rate_limited(resolved, self.client.meta.config)
 
     def never_blocks(self, operation_name: str) -> bool:
         """True when no handler of the operation's events may block its thread

@@ -39,8 +39,10 @@ __all__ = [
     "Hooks",
     "Resolved",
     "first_answer",
+    "may_wait",
     "nonblocking",
     "quiet_send",
+    "rate_limited",
     "retry_delay",
     "until_answer",
 ]
@@ -196,14 +198,42 @@ def nonblocking(handler: Any) -> Any:
     return handler
 
 
+#: botocore's modules whose handlers may wait: adaptive mode's client rate limiter sleeps
+#: in ``TokenBucket.acquire`` (a ``Condition.wait``) until its bucket has a token.
+_MAY_WAIT = ("botocore.retries.adaptive", "botocore.retries.bucket")
+
+
+def _module_of(handler: Any) -> str | None:
+    target = getattr(handler, "func", handler)  # a functools.partial's function
+    target = getattr(target, "__func__", target)  # a bound method's function
+    module = getattr(target, "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+def may_wait(handler: Any) -> bool:
+    """True for a botocore handler that may wait for its turn (adaptive rate limiting)."""
+    module = _module_of(handler)
+    return module is not None and module.startswith(_MAY_WAIT)
+
+
+def rate_limited(resolved: Resolved, config: Any) -> bool:
+    """True when a ``before-send`` handler is adaptive mode's rate limiter (where the
+    emitter's handlers cannot be seen here, when the client's config asks for that mode)."""
+    if any(type(handler) is _Through for handler in resolved.before_send):
+        retries = getattr(config, "retries", None) or {}
+        return retries.get("mode") == "adaptive"
+    return any(may_wait(handler) for handler in resolved.before_send)
+
+
 def _never_blocks(handler: Any) -> bool:
     if getattr(handler, _MARK, False) is True:
         return True
     if type(handler) is _Through:
         return False  # the emitter's handlers, unknown here
-    target = getattr(handler, "func", handler)  # a functools.partial's function
-    module = getattr(target, "__module__", None)
-    return isinstance(module, str) and module.partition(".")[0] in _NEVER_BLOCKING
+    module = _module_of(handler)
+    if module is None or may_wait(handler):
+        return False
+    return module.partition(".")[0] in _NEVER_BLOCKING
 
 
 def first_answer(handlers: _Handlers, **kwargs: Any) -> Any:

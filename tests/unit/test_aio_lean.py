@@ -182,3 +182,73 @@ def test_expired_credentials_are_refreshed_off_the_loop_before_signing() -> None
     for headers, _ in server.requests:
         assert "Credential=AKIDNEW/" in headers["authorization"]
         assert headers["x-amz-security-token"] == "new-token"
+
+
+def test_adaptive_mode_waits_for_its_tokens_off_the_loop() -> None:
+    """botocore's adaptive retry mode limits the sending rate with a token bucket whose
+    ``acquire`` waits on a lock: inside an async call that wait would hold the loop and
+    every coroutine on it. Its requests run on threads instead; the loop keeps moving."""
+    import threading
+    import time
+
+    import botocore.session
+    from botocore.config import Config
+    from botocore.retries.adaptive import ClientRateLimiter
+
+    from shardmodel.lean.client import LeanClient
+
+    server = Script([reply(200, QUERY_RESPONSE)] * 3)
+    connection = _connection(server.url, lean=False)
+    client = botocore.session.get_session().create_client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url=server.url,
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="secret",
+        config=Config(retries={"mode": "adaptive", "total_max_attempts": 2}),
+    )
+    connection._client = client
+    limiter = next(
+        handler.__self__
+        for handler in client.meta.events._emitter._handlers.prefix_search(
+            "before-send.dynamodb.Query"
+        )
+        if isinstance(getattr(handler, "__self__", None), ClientRateLimiter)
+    )
+    limiter._enabled = True  # as after a throttle: every request takes a token first
+    limiter._token_bucket.max_rate = 2.5  # a token each 0.4 s, none in hand
+    limiter._token_bucket._current_capacity = 0
+    assert LeanClient(client).rate_limited() and not LeanClient(client).never_blocks("Query")
+    ticks: list[float] = []
+    waited_on: set[int] = set()
+    acquire = limiter._token_bucket.acquire
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        waited_on.add(threading.get_ident())
+        return acquire(*args, **kwargs)
+
+    limiter._token_bucket.acquire = noted
+
+    async def read() -> Any:
+        return await bridge.call(_outcome, _query, AsyncConnection(connection))
+
+    async def tick() -> None:
+        end = time.monotonic() + 0.35
+        while time.monotonic() < end:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.02)
+
+    async def both() -> Any:
+        outcome, _ = await asyncio.gather(read(), tick())
+        return outcome
+
+    try:
+        with asyncio.Runner() as runner:
+            outcome = runner.run(both())
+            loop_thread = threading.get_ident()
+    finally:
+        _close(connection)
+        server.close()
+    assert "result" in outcome and len(server.requests) == 1
+    assert waited_on and loop_thread not in waited_on  # the wait ran on a thread
+    assert len(ticks) >= 8  # the loop ran on meanwhile (a held loop: 1 tick)
