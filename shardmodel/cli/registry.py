@@ -65,7 +65,10 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Help that shows every option's default (none for flags and options without one)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False:
+        # a flag's default is its absence: "--no-header ... (default: True)" says the
+        # opposite of what the flag does
+        flag = action.nargs == 0 and isinstance(action.const, bool)  # store_true/false
+        if action.default is None or action.default is False or flag:
             return action.help
         return super()._get_help_string(action)
 

@@ -753,3 +753,13 @@ def test_progress_says_when_a_slow_step_failed() -> None:
             threading.Event().wait(0.01)
         raise RuntimeError("boom")
     assert "copying ... failed after" in out.getvalue()
+
+
+def test_no_flag_shows_a_default_that_contradicts_it(capsys: Capture) -> None:
+    """``--no-indexes ... (default: True)`` read as the opposite of what the flag does."""
+    from shardmodel.cli.registry import COMMANDS  # noqa: F401 - every command registered
+
+    for command in ("hot", "prewarm", "shards", "boundaries", "reshard", "plan", "demo"):
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "(default: True)" not in out and "(default: False)" not in out, command
