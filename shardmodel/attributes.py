@@ -61,14 +61,28 @@ class ShardedKeyAttribute(UnicodeAttribute):
     def __set_name__(self, owner: type[Any], name: str) -> None:
         """Refuse a plain PynamoDB ``Model`` owner: it would store the logical key unsharded.
 
-        (Python 3.11 reports this error as the cause of a ``RuntimeError`` raised while
-        the class is created; 3.12 and later raise it as is.)
+        The refusal is raised when PynamoDB's metaclass reads the class's attributes,
+        just after: raised here, Python 3.11 would report it only as the cause of a
+        ``RuntimeError: Error calling __set_name__``.
         """
         super().__set_name__(owner, name)
         if issubclass(owner, Model) and not getattr(owner, "__shardmodel__", False):
-            raise ShardConfigurationError(
+            self._refusal = ShardConfigurationError(
                 f"{owner.__name__}.{name}: a ShardedKeyAttribute shards only on a "
                 f"ShardedModel, and {owner.__name__} is a plain PynamoDB Model that would store "
                 f"the logical key unsharded; write 'class {owner.__name__}(ShardedModel)' "
                 "(from shardmodel import ShardedModel)"
             )
+            self.__class__ = _RefusedKey
+
+
+class _RefusedKey(ShardedKeyAttribute):
+    """A ShardedKeyAttribute declared on a plain PynamoDB Model: read from the class, it
+    raises its refusal (PynamoDB's metaclass reads every attribute as the class is made)."""
+
+    _refusal: ShardConfigurationError
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        if instance is None:
+            raise self._refusal
+        return super().__get__(instance, owner)

@@ -161,3 +161,23 @@ def test_a_plain_attribute_named_like_a_strategy_input_is_fine() -> None:
         Fine(pk="a", name="b").get_physical_key()
         == f"a#{HashShards(3, on=['x']).shard_of(['a', 'b'])}"
     )
+
+
+def test_a_sharded_key_on_a_plain_model_is_refused_by_name_at_definition() -> None:
+    """Raised as is when the class is made: not as the cause of Python 3.11's
+    ``RuntimeError: Error calling __set_name__``, where a reader sees it last."""
+    from pynamodb.models import Model
+
+    from shardmodel import RandomShards, ShardConfigurationError, ShardedKeyAttribute
+
+    with pytest.raises(ShardConfigurationError) as caught:
+
+        class Plain(Model):
+            class Meta:
+                table_name = "plain-sharded"
+
+            user_id = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+
+    assert str(caught.value).startswith("Plain.user_id: a ShardedKeyAttribute shards only")
+    assert "class Plain(ShardedModel)" in str(caught.value)
+    assert caught.value.__cause__ is None
