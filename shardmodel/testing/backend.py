@@ -35,8 +35,17 @@ class mock_dynamodb:  # lower case: called like moto's mock_aws
 
     def start(self) -> None:
         """Set fake credentials and answer every DynamoDB call in this process."""
-        from moto import mock_aws
-        from moto.core.config import DefaultConfig
+        try:
+            from moto import mock_aws
+            from moto.core.config import DefaultConfig
+        except ModuleNotFoundError as error:
+            if error.name is None or error.name.partition(".")[0] != "moto":
+                raise
+            raise ModuleNotFoundError(
+                "mock_dynamodb() runs DynamoDB in-process on moto, which is not installed: "
+                "pip install 'shardmodel[testing]' (moto and pytest, for tests and the demo)",
+                name="moto",
+            ) from None
 
         if self._mock is not None:
             raise RuntimeError("mock_dynamodb() is already started: stop() it first")

@@ -36,3 +36,14 @@ def test_start_and_stop_answer_in_between_and_restore_the_environment(
     assert "AWS_SESSION_TOKEN" not in os.environ
     with mock_dynamodb():  # a new one starts empty
         assert boto3.client("dynamodb", region_name="us-east-1").list_tables()["TableNames"] == []
+
+
+def test_without_moto_the_error_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quickstart's first line, on an install without the testing extra."""
+    import sys
+
+    from shardmodel.testing import mock_dynamodb
+
+    monkeypatch.setitem(sys.modules, "moto", None)  # an import of it fails, as if absent
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'shardmodel\[testing\]'"):
+        mock_dynamodb().start()
