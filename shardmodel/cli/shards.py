@@ -22,7 +22,10 @@ _COUNT = whole(1, MAX_SHARDS, "the most shards a strategy takes")
 def _dynamic_model(path: str, host: str | None) -> Any:
     model = load_model(path, host)
     if sharding_of(model).directory is None:
-        raise UsageError(f"{path} has no DynamicShards partition key; its count is fixed")
+        raise UsageError(
+            f"{path} has no DynamicShards partition key; its count is fixed: change it "
+            f"online with shardmodel reshard {path} --to N"
+        )
     return model
 
 

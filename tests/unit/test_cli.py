@@ -113,7 +113,7 @@ def test_debug_shows_the_traceback(capsys: Capture) -> None:
     assert main(["shards", "tests.models:RandomEvent", "--debug"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err
-    assert err.strip().endswith("its count is fixed (see shardmodel shards --help)")
+    assert err.strip().endswith("--to N (see shardmodel shards --help)")
 
 
 def test_the_sdk_logs_are_silent_unless_debug(
