@@ -27,6 +27,8 @@ BENCHMARKS = (
     ("reshard_bench", "20000", "--abort-in", "read_new"),
     # 100,000 by hand: benchmarks/series_reshard_last_run.txt
     ("series_reshard_bench", "20000"),
+    # DynamicShards' defaults against a spike (300 simulated seconds, about 15 minutes
+    # of CPU) by hand: benchmarks/dynamic_spike_last_run.txt
 )
 
 
