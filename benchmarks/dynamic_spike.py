@@ -18,7 +18,6 @@ on the defaults; no wall time is measured.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
@@ -61,6 +60,7 @@ def spike(label: str, seconds: float, **options: Any) -> list[str]:
     model = _model(f"spike-{label}", clock, changes, **options)
     model.create_table(wait=True, billing_mode="PAY_PER_REQUEST")
     directory = sharding_of(model).directory
+    assert directory is not None
     simulator = CapacitySimulator(
         clock=clock, limits=CapacityLimits(partition_wcu=10), buffer_writes=True, seed=7
     )
@@ -91,8 +91,7 @@ def spike(label: str, seconds: float, **options: Any) -> list[str]:
     grows = [(c.new_count, round(c.at - start)) for c in changes if c.kind == "grow"]
     lines.append(f"growths (count, s after the spike began): {grows}")
     for need in (10, 16):
-        reached: Callable[[tuple[int, int]], bool] = lambda g, need=need: g[0] >= need  # noqa: E731
-        when = next((at for count, at in grows if reached((count, at))), None)
+        when = next((at for count, at in grows if count >= need), None)
         lines.append(f"  {need} shards after {'never' if when is None else f'{when} s'}")
     return lines
 
