@@ -236,7 +236,11 @@ DYNAMIC_CHANGES: list[ShardChange] = []
 
 
 class DynamicEvent(ShardedModel):
-    """RandomEvent's schema on a dynamic key that grows at once (no cooldown, no jitter)."""
+    """RandomEvent's schema on a dynamic key that grows at once (no cooldown, no jitter).
+
+    No reader cache: readers read the count on every read, so a growth takes effect at
+    once instead of being announced ahead (tests grow and write on the system clock).
+    """
 
     class Meta:
         table_name = "dynamic-events"
@@ -245,7 +249,11 @@ class DynamicEvent(ShardedModel):
     user_id = ShardedKeyAttribute(
         hash_key=True,
         strategy=DynamicShards(
-            cooldown=0, jitter=0, writer_cache_seconds=0, on_change=DYNAMIC_CHANGES.append
+            cooldown=0,
+            jitter=0,
+            writer_cache_seconds=0,
+            reader_cache_seconds=0,
+            on_change=DYNAMIC_CHANGES.append,
         ),
     )
     timestamp = NumberAttribute(range_key=True)
@@ -253,14 +261,17 @@ class DynamicEvent(ShardedModel):
 
 
 class DynamicViews(ShardedModel):
-    """Counters on a dynamic key."""
+    """Counters on a dynamic key that grows at once (see DynamicEvent)."""
 
     class Meta:
         table_name = "dynamic-views"
         region = "us-east-1"
 
     page = ShardedKeyAttribute(
-        hash_key=True, strategy=DynamicShards(cooldown=0, jitter=0, writer_cache_seconds=0)
+        hash_key=True,
+        strategy=DynamicShards(
+            cooldown=0, jitter=0, writer_cache_seconds=0, reader_cache_seconds=0
+        ),
     )
     views = CounterAttribute(default=0)
 

@@ -14,6 +14,7 @@ from shardmodel.cli.arguments import endpoint, load_model, number, whole
 from shardmodel.cli.registry import Subparsers, UsageError, add_command, command
 from shardmodel.core.terminal import progress, table
 from shardmodel.engine import sharding_of
+from shardmodel.engine.growth import directory_of
 from shardmodel.keyspace.strategies import MAX_SHARDS
 
 _COUNT = whole(1, MAX_SHARDS, "the most shards a strategy takes")
@@ -61,9 +62,13 @@ def _shards_command(commands: Subparsers) -> None:
     )
 
 
-def _describe(metadata: Any) -> list[object]:
+def _describe(metadata: Any, now: float) -> list[object]:
+    """A key's row; an announced growth not yet in effect shows as ``1 (8 in 3 s)``."""
     history = ", ".join(str(e) for e in metadata.history)
-    return [metadata.logical_key, metadata.number_of_shards, metadata.readable, history]
+    live: object = metadata.live_at(now)
+    if metadata.pending_at(now):
+        live = f"{live} ({metadata.latest} in {metadata.announced.epoch - now:.0f} s)"
+    return [metadata.logical_key, live, metadata.readable, history]
 
 
 _SHARD_HEADERS = ("key", "live", "readable", "history (epoch:count)")
@@ -75,9 +80,10 @@ def _shards(args: argparse.Namespace) -> int:
     ):
         raise UsageError("--grow-to, --shrink-to and --compact need --key")
     model = _dynamic_model(args.model, args.host)
+    clock = directory_of(model).settings.clock
     if args.key is None:
         with progress(f"scanning {model.__name__}'s shard counts"):
-            rows = [_describe(m) for m in model.grown_keys(min_shards=args.min)]
+            rows = [_describe(m, clock.now()) for m in model.grown_keys(min_shards=args.min)]
         if not rows:
             print(f"no key has {args.min} or more shards")
             return 0
@@ -95,5 +101,5 @@ def _shards(args: argparse.Namespace) -> int:
     if metadata is None:
         print(f"{args.key}: no metadata item (1 shard)")
     else:
-        print(table(_SHARD_HEADERS, [_describe(metadata)]))
+        print(table(_SHARD_HEADERS, [_describe(metadata, clock.now())]))
     return 0

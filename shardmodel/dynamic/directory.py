@@ -2,11 +2,18 @@
 
 Every change is a conditional write on what was read (``number_of_shards`` and
 ``last_updated``), so racing writers grow a key once: the losers read the winner's item.
+
+Readers cache a key's metadata for ``reader_cache_seconds`` (one strong read per
+window), and a growth is announced that long
+plus the clock margin ahead (:attr:`DynamicShards.settle_seconds`): writers spread over
+the new count only once every cached reader has read it. So the metadata item takes one
+read per key, process and window, and no read misses a shard a writer wrote.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 from typing import Any
@@ -44,7 +51,7 @@ class ShardDirectory:
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._writer_cache: dict[str, tuple[float, ShardMetadata]] = {}
-        self._reader_cache: dict[str, tuple[float, ShardMetadata]] = {}
+        self._reader_cache: dict[str, tuple[float, ShardMetadata | None]] = {}
         self._grow_checks: dict[str, tuple[float, ShardMetadata]] = {}
 
     # -- the metadata table -------------------------------------------------------------
@@ -89,22 +96,35 @@ class ShardDirectory:
     def _now(self) -> int:
         return int(self.settings.clock.now())
 
-    def _remember(self, found: ShardMetadata) -> ShardMetadata:
+    def _remember(self, found: ShardMetadata, read_at: float | None = None) -> ShardMetadata:
+        """Keep ``found`` for writers; for readers too when it was read strongly (or
+        written) by a request sent at ``read_at``."""
         now = self.settings.clock.now()
         with self._lock:
             self._writer_cache[found.logical_key] = (now, found)
-            if self.settings.reader_cache_seconds is not None:
-                self._reader_cache[found.logical_key] = (now, found)
+        if read_at is not None:
+            self._remember_read(found.logical_key, read_at, found)
         return found
 
-    def _cached(
-        self, cache: dict[str, tuple[float, ShardMetadata]], logical: str, ttl: float
-    ) -> ShardMetadata | None:
+    def _remember_read(self, logical: str, read_at: float, found: ShardMetadata | None) -> None:
+        """Keep a strong read sent at ``read_at`` for readers (unless a newer one is kept)."""
+        if self.settings.reader_cache <= 0:
+            return
+        with self._lock:
+            kept = self._reader_cache.get(logical)
+            if kept is None or kept[0] <= read_at:
+                self._reader_cache[logical] = (read_at, found)
+
+    def _cached(self, cache: dict[str, tuple[float, Any]], logical: str, ttl: float) -> Any:
+        """The kept entry ``(stamp, value)`` while younger than ``ttl``, else None.
+
+        A clock that moved back past the stamp expires it.
+        """
         with self._lock:
             entry = cache.get(logical)
-        if entry is None or self.settings.clock.now() - entry[0] >= ttl:
+        if entry is None or not 0 <= self.settings.clock.now() - entry[0] < ttl:
             return None
-        return entry[1]
+        return entry
 
     # -- writers and readers ------------------------------------------------------------
 
@@ -113,26 +133,36 @@ class ShardDirectory:
         self.table()  # forgets cached counts when the model was bound elsewhere
         cached = self._cached(self._writer_cache, logical, self.settings.writer_cache_seconds)
         if cached is not None:
-            return cached
+            return cached[1]  # type: ignore[no-any-return]
         found = self.lookup(logical, consistent=False)
         if found is None:
             found = self.create(logical)
         return self._remember(found)
 
     def for_read(self, logical: str) -> ShardCount:
-        """The counts a read of the key must cover (strongly consistent unless cached)."""
-        ttl = self.settings.reader_cache_seconds
-        if ttl is not None:
-            self.table()  # forgets cached counts when the model was bound elsewhere
-            cached = self._cached(self._reader_cache, logical, ttl)
-            if cached is not None:
-                return cached.count
+        """The counts a read of the key must cover.
+
+        Read strongly consistent, and kept for ``reader_cache_seconds``. Growths are
+        announced that long ahead, so a kept count still names every shard a writer
+        may have written.
+        """
+        ttl = self.settings.reader_cache
+        if ttl <= 0:
+            found = self.lookup(logical, consistent=True)
+            return ONE_SHARD if found is None else found.count
+        self.table()  # forgets cached counts when the model was bound elsewhere
+        cached = self._cached(self._reader_cache, logical, ttl)
+        if cached is None:
+            started = self.settings.clock.now()
+            cached = (started, self._read(logical, started))
+        found = cached[1]
+        return ONE_SHARD if found is None else found.count
+
+    def _read(self, logical: str, started: float) -> ShardMetadata | None:
+        """A reader's strong read of the key's item, sent after ``started``, kept."""
         found = self.lookup(logical, consistent=True)
-        if found is None:
-            return ONE_SHARD
-        if ttl is not None:
-            self._remember(found)
-        return found.count
+        self._remember_read(logical, started, found)
+        return found
 
     def create(self, logical: str) -> ShardMetadata:
         """Create the key's item with one shard; if another writer won, read theirs."""
@@ -166,8 +196,9 @@ class ShardDirectory:
 
         In a throttling storm every throttled write asks to grow: the item is read at
         most once per cooldown per key in this process (the answer is kept), and not
-        at all while ``seen`` itself was grown within the cooldown, so the metadata item
-        does not become the next hot key.
+        at all while ``seen`` itself was grown within the cooldown (or its announced
+        growth has not taken effect yet), so the metadata item does not become the
+        next hot key.
         """
         cooldown = self.settings.cooldown
         checked_at = self.settings.clock.now()
@@ -177,19 +208,30 @@ class ShardDirectory:
             return checked[1]
         if seen.grown and self._now() - seen.last_updated < cooldown:
             return seen
+        if seen.pending_at(self.settings.clock.now()):
+            return seen
+        return self._grow_check(logical, seen)
+
+    def _grow_check(self, logical: str, seen: ShardMetadata) -> ShardMetadata:
+        """One process's check of a throttled key: re-read it and grow it if still ``seen``."""
+        cooldown = self.settings.cooldown
+        checked_at = self.settings.clock.now()
         self.settings.clock.sleep(self._rng.uniform(0, self.settings.jitter))
+        read_at = self.settings.clock.now()
         current = self.lookup(logical, consistent=True)
         if current is None:  # pragma: no cover - the item was deleted by hand
             return self._remember(self.create(logical))
-        changed = (current.number_of_shards, current.last_updated) != (
+        changed = (current.number_of_shards, current.last_updated, current.announced) != (
             seen.number_of_shards,
             seen.last_updated,
+            seen.announced,
         )
         now = self._now()
         cooling = current.grown and now - current.last_updated < cooldown
-        target = self.settings.grown(current.number_of_shards)
-        if changed or cooling or target <= current.number_of_shards:
-            result = self._remember(current)
+        cooling = cooling or current.pending_at(self.settings.clock.now())
+        target = self.settings.grown(current.latest)
+        if changed or cooling or target <= current.latest:
+            result = self._remember(current, read_at)
         else:
             result = self._change(current, target, "grow", now)
         with self._lock:
@@ -209,13 +251,14 @@ class ShardDirectory:
                 f"the key's max_shards ({limit})"
             )
         for _ in range(10):
+            read_at = self.settings.clock.now()
             current = self.lookup(logical, consistent=True) or self.create(logical)
-            if count == current.number_of_shards:
-                return self._remember(current)
-            if count < current.number_of_shards:
+            if count == current.latest:
+                return self._remember(current, read_at)
+            if count < current.latest:
                 raise ShardKeyError(
                     f"grow_shards({logical!r}, to={count}): the key has "
-                    f"{current.number_of_shards} shards; give a larger count, or use "
+                    f"{current.latest} shards; give a larger count, or use "
                     "shrink_shards to lower it"
                 )
             changed = self._try_change(current, count, "grow", self._now())
@@ -238,10 +281,10 @@ class ShardDirectory:
                     f"shrink_shards({logical!r}): the key has no metadata item, so it has one "
                     "shard already"
                 )
-            if count >= current.number_of_shards:
+            if count >= current.latest:
                 raise ShardKeyError(
                     f"shrink_shards({logical!r}, count={count}): the key has "
-                    f"{current.number_of_shards} shards; give a smaller count"
+                    f"{current.latest} shards; give a smaller count"
                 )
             changed = self._try_change(current, count, "shrink", self._now())
             if changed is not None:
@@ -255,26 +298,38 @@ class ShardDirectory:
 
         Called by a compaction once the retired shards are empty.
         """
-        keep = {e for e in seen.history if e.count <= seen.number_of_shards}
+        keep = {e for e in seen.history if e.count <= seen.latest}
+        read_at = self.settings.clock.now()
         now = self._now()
         if not keep:
-            keep = {HistoryEntry(now, seen.number_of_shards)}
+            keep = {HistoryEntry(now, seen.latest)}
         table: Any = self.table()
         actions = [table.shard_history.set({str(e) for e in keep}), table.last_updated.set(now)]
         if not self._update_if_unchanged(seen, actions):
             return None
-        pruned = ShardMetadata(seen.logical_key, seen.number_of_shards, now, keep)
+        pruned = ShardMetadata(seen.logical_key, seen.number_of_shards, now, keep, seen.announced)
         self._announce("prune", seen.logical_key, seen.readable, pruned.readable, now)
-        return self._remember(pruned)
+        return self._remember(pruned, read_at)
 
     def _update_if_unchanged(self, seen: ShardMetadata, actions: list[Any]) -> bool:
-        """Apply ``actions`` to the key's item if its count and last_updated are as seen.
+        """Apply ``actions`` to the key's item if its count, last_updated and announced
+        growth are as seen.
 
         The optimistic lock every change takes: False when another writer changed it.
+        (An announced growth leaves the count as it was, and ``last_updated`` has whole
+        seconds: the announcement tells two changes in one second apart.)
         """
         table: Any = self.table()
-        condition = (table.number_of_shards == seen.number_of_shards) & (
-            table.last_updated == seen.last_updated
+        announced = seen.announced
+        same_announced = (
+            table.announced.does_not_exist()
+            if announced is None
+            else table.announced == str(announced)
+        )
+        condition = (
+            (table.number_of_shards == seen.number_of_shards)
+            & (table.last_updated == seen.last_updated)
+            & same_announced
         )
         try:
             table(seen.logical_key).update(actions=actions, condition=condition)
@@ -287,25 +342,43 @@ class ShardDirectory:
     def _try_change(
         self, current: ShardMetadata, target: int, kind: str, now: int
     ) -> ShardMetadata | None:
+        """Set the key's count to ``target`` if the item is still ``current``.
+
+        The count enters ``shard_history`` at once, so every reader that reads the item
+        from now on reads its shards. A growth with a reader cache is announced ahead:
+        writers keep the count they use now until every reader's cached metadata has
+        expired (``settle_seconds``); a shrink takes effect at once, its shards staying
+        in the history until a compaction empties them.
+        """
         table: Any = self.table()
+        read_at = self.settings.clock.now()
         entry = HistoryEntry(now, target)
-        actions = [
-            table.number_of_shards.set(target),
-            table.last_updated.set(now),
-            table.shard_history.add({str(entry)}),
-        ]
+        settle = self.settings.settle_seconds
+        actions = [table.last_updated.set(now), table.shard_history.add({str(entry)})]
+        live, announced = target, None
+        if kind == "grow" and settle > 0:
+            live = current.live_at(read_at)
+            announced = HistoryEntry(math.ceil(read_at + settle), target)
+            actions.append(table.announced.set(str(announced)))
+        else:
+            actions.append(table.announced.remove())
+        actions.append(table.number_of_shards.set(live))
         if not self._update_if_unchanged(current, actions):
             return None
-        changed = ShardMetadata(current.logical_key, target, now, (*current.history, entry))
-        self._announce(kind, current.logical_key, current.number_of_shards, target, now)
-        return self._remember(changed)
+        history = (*current.history, entry)
+        changed = ShardMetadata(current.logical_key, live, now, history, announced)
+        self._announce(kind, current.logical_key, current.latest, target, now)
+        return self._remember(changed, read_at)
 
     def _change(self, current: ShardMetadata, target: int, kind: str, now: int) -> ShardMetadata:
         changed = self._try_change(current, target, kind, now)
         if changed is not None:
             return changed
+        read_at = self.settings.clock.now()
         found = self.lookup(current.logical_key, consistent=True)  # another writer won
-        return self._remember(found if found is not None else current)
+        if found is None:  # pragma: no cover - deleted by hand meanwhile
+            return self._remember(current)
+        return self._remember(found, read_at)
 
     def _announce(self, kind: Any, logical: str, old: int, new: int, at: int) -> None:
         log.info(

@@ -5,7 +5,12 @@ One item per logical key, keyed like the main table (same partition key name, ty
 * ``number_of_shards`` (N): the count new writes spread over;
 * ``last_updated`` (N): epoch seconds of the last change;
 * ``shard_history`` (SS): ``"<epoch>:<count>"`` for every count the key has had that
-  may still hold items. Readers read up to the largest count in it.
+  may still hold items. Readers read up to the largest count in it;
+* ``announced`` (S, optional): ``"<epoch>:<count>"``, a growth announced ahead: from
+  that epoch on, new writes spread over that count instead of ``number_of_shards``.
+  The count is in ``shard_history`` from the announcement on, so every reader reads
+  it before any writer writes there. Items without it (hand-written, or written
+  before announcements) read as before.
 
 The schema is a compatibility promise: a table created by hand with it works unchanged.
 """
@@ -38,7 +43,9 @@ class HistoryEntry:
     count: int
 
     @classmethod
-    def parse(cls, text: str, max_shards: int | None = None, key: str = "") -> HistoryEntry:
+    def parse(
+        cls, text: str, max_shards: int | None = None, key: str = "", name: str = "shard_history"
+    ) -> HistoryEntry:
         """Read ``"<epoch>:<count>"`` (whole numbers, ``1 <= count <= max_shards``).
 
         Raises:
@@ -52,7 +59,7 @@ class HistoryEntry:
         if entry is None or not 1 <= entry.count <= top:
             where = f"metadata of key {key!r}: " if key else ""
             raise ShardMetadataError(
-                f"{where}shard_history entry {text!r} is not '<epoch>:<count>' with whole "
+                f"{where}{name} entry {text!r} is not '<epoch>:<count>' with whole "
                 f"numbers and a count from 1 to {top}; fix the metadata item (e.g. "
                 "'1700000000:4')"
             )
@@ -75,22 +82,46 @@ class ShardMetadata:
         number_of_shards: the count new writes spread over.
         last_updated: epoch seconds of the last change (the optimistic-lock value).
         history: every count that may still hold items, oldest first.
+        announced: a growth announced ahead (from its epoch, writes spread over its
+            count), or None.
     """
 
     logical_key: str
     number_of_shards: int
     last_updated: int
     history: tuple[HistoryEntry, ...] = field(converter=_history)
+    announced: HistoryEntry | None = None
 
     @property
     def readable(self) -> int:
         """How many shards a read must touch: the largest count the key has had."""
-        return max([self.number_of_shards, *(e.count for e in self.history)])
+        ahead = [self.announced.count] if self.announced is not None else []
+        return max([self.number_of_shards, *ahead, *(e.count for e in self.history)])
+
+    @property
+    def latest(self) -> int:
+        """The count writes spread over once any announced growth takes effect."""
+        return self.announced.count if self.announced is not None else self.number_of_shards
+
+    def live_at(self, now: float) -> int:
+        """The count new writes spread over at epoch ``now``."""
+        announced = self.announced
+        if announced is not None and now >= announced.epoch:
+            return announced.count
+        return self.number_of_shards
+
+    def pending_at(self, now: float) -> bool:
+        """True while an announced growth has not taken effect yet."""
+        return self.announced is not None and now < self.announced.epoch
 
     @property
     def count(self) -> ShardCount:
-        """The counts a strategy needs: live for writes, readable for reads."""
-        return ShardCount(live=self.number_of_shards, readable=self.readable)
+        """The counts a read needs (live: the latest count, readable: every shard)."""
+        return ShardCount(live=self.latest, readable=self.readable)
+
+    def count_at(self, now: float) -> ShardCount:
+        """The counts a write at epoch ``now`` needs: live for writes, readable for reads."""
+        return ShardCount(live=self.live_at(now), readable=self.readable)
 
     @property
     def grown(self) -> bool:
@@ -119,11 +150,16 @@ class ShardMetadata:
             )
         updated = _whole(logical, "last_updated", item.last_updated)  # type: ignore[attr-defined]
         raw_history = item.shard_history or set()  # type: ignore[attr-defined]
+        raw_announced = getattr(item, "announced", None)
+        announced = None
+        if raw_announced is not None:
+            announced = HistoryEntry.parse(raw_announced, top, logical, "announced")
         return cls(
             logical_key=logical,
             number_of_shards=count,
             last_updated=updated or 0,
             history=[HistoryEntry.parse(text, top, logical) for text in raw_history],
+            announced=announced,
         )
 
 
@@ -162,6 +198,7 @@ def metadata_model(name: str, table_name: str, hash_name: str, meta: Any) -> typ
         "number_of_shards": NumberAttribute(),
         "last_updated": NumberAttribute(),
         "shard_history": UnicodeSetAttribute(null=True),
+        "announced": UnicodeAttribute(null=True),
     }
     return type(name, (AsyncAwareModel,), namespace)
 

@@ -80,7 +80,8 @@ def write_key(item: Any) -> str:
         seen = item._write_counts
         if seen is None or seen.logical_key != key.logical_key:
             seen = item._write_counts = engine.directory.for_write(key.logical_key)
-        key = attrs.evolve(key, shards=seen.count)
+        now = engine.directory.settings.clock.now()
+        key = attrs.evolve(key, shards=seen.count_at(now))
     item._physical_key = placement.write_key(key, existing, attr.rng)
     return str(item._physical_key)
 

@@ -55,9 +55,9 @@ def compact_shards(model: type[Any], hash_key: str, grace: float = 5.0) -> int:
             "available when DynamicShards is the only strategy"
         )
     seen = directory.lookup(logical, consistent=True)
-    if seen is None or seen.readable == seen.number_of_shards:
+    if seen is None or seen.readable == seen.latest:
         return 0
-    live = seen.number_of_shards
+    live = seen.latest
     placement = engine.placement()
     retired = placement.dynamic_keys(logical, range(live, seen.readable))
     targets = placement.dynamic_keys(logical, range(live))
@@ -86,7 +86,7 @@ def compact_shards(model: type[Any], hash_key: str, grace: float = 5.0) -> int:
             "changing on retired shards; run the compaction again"
         )
     current = directory.lookup(logical, consistent=True)
-    while current is not None and current.number_of_shards >= live:
+    while current is not None and current.latest >= live:
         if directory.prune(current) is not None:
             break
         current = directory.lookup(logical, consistent=True)

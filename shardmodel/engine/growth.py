@@ -208,15 +208,24 @@ def growing(
         move = move and surely_unapplied(kinds)  # once maybe applied, stay on that key
         if not move and not resend_unknown:
             raise failure
-        if scope == "partition" or (capacity_5xx and seen.number_of_shards < FIVE_XX_SHARDS):
+        if scope == "partition" or (capacity_5xx and seen.latest < FIVE_XX_SHARDS):
             # a 5xx may have been applied: the key grows, but this write stays put
-            grown = directory.grow(logical, seen)
-            more = grown.number_of_shards > seen.number_of_shards
-            seen = grown
-            if more and move:
-                continue  # a bigger space: retry at once
+            clock = directory.settings.clock
+            live = seen.live_at(clock.now())
+            seen = directory.grow(logical, seen)
+            if seen.latest > live and move:
+                # a bigger space, announced ahead: retry on it once it takes effect
+                clock.sleep(_until_effective(seen, clock.now()))
+                if seen.live_at(clock.now()) > live:
+                    continue
         if next(waits, None) is None:
             raise failure
+
+
+def _until_effective(metadata: ShardMetadata, now: float) -> float:
+    """Seconds until ``metadata``'s announced growth takes effect (0: it has)."""
+    announced = metadata.announced
+    return 0.0 if announced is None else max(0.0, announced.epoch - now)
 
 
 def save_growing(item: Any, put: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -243,7 +252,8 @@ def write_counter_growing(
     what, bound = f"{model.__name__}.get({logical!r})", request_bound(model)
 
     def write(seen: ShardMetadata, move: bool) -> None:
-        live = ShardCount(seen.number_of_shards, seen.number_of_shards)
+        count = seen.live_at(directory_of(model).settings.clock.now())
+        live = ShardCount(count, count)
         placement = engine.placement(counts={logical: live})
         key = key_values(model, logical, range_values(model, range_key))
         targets = placement.increment_keys(key, False, what=what, bound=bound)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -20,7 +21,12 @@ from shardmodel.keyspace.strategies import (
     number_bytes,
 )
 
-__all__ = ["DynamicShards", "ShardChange"]
+__all__ = ["DEFAULT_CLOCK_MARGIN", "DynamicShards", "ShardChange"]
+
+#: Seconds a growth's effective time is put beyond the reader cache window, for clocks
+#: of the fleet that disagree (NTP keeps hosts within milliseconds; Amazon Time Sync
+#: within a millisecond) and for the announcing update's own time on the wire.
+DEFAULT_CLOCK_MARGIN = 1.0
 
 
 @frozen
@@ -47,7 +53,7 @@ class ShardChange:
 
 def _positive_number(name: str, value: Any, allow_zero: bool = True) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
+    if not ok or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         least = "0 or more" if allow_zero else "more than 0"
         raise ShardConfigurationError(
             f"DynamicShards({name}={value!r}): give a number of seconds, {least}"
@@ -72,9 +78,15 @@ class DynamicShards:
             writers see each other's growth instead of all trying.
         writer_cache_seconds: how long a writer reuses a key's metadata (0: read it on
             every new item). A stale count only spreads writes less.
-        reader_cache_seconds: opt-in: how long a reader reuses a key's metadata. Items
-            written to shards grown within this many seconds may be missed by a read;
-            None (default) reads the metadata strongly consistent on every read.
+        reader_cache_seconds: opt-in: how long a reader reuses a key's metadata (read
+            strongly consistent). A growth is announced this long plus
+            ``clock_margin_seconds`` ahead, so a cached reader never misses a shard.
+            None (default) or 0 reads the metadata on every read and makes growths
+            take effect at once. Every process of a table must use the same value (or
+            less): the grower's sets the wait.
+        clock_margin_seconds: how far the clocks of the processes writing a table may
+            disagree (plus the announcing update's time on the wire); added to the
+            reader cache window before a growth takes effect.
         clock: epoch seconds and sleeping (inject a simulated clock in tests).
         on_change: called with a :class:`ShardChange` after every grow, shrink or prune.
     """
@@ -87,6 +99,7 @@ class DynamicShards:
     jitter: float = 0.5
     writer_cache_seconds: float = 5.0
     reader_cache_seconds: float | None = None
+    clock_margin_seconds: float = DEFAULT_CLOCK_MARGIN
     clock: Clock = field(factory=SystemClock, eq=False)
     on_change: Callable[[ShardChange], None] | None = field(default=None, eq=False)
 
@@ -103,6 +116,7 @@ class DynamicShards:
         _positive_number("writer_cache_seconds", self.writer_cache_seconds)
         if self.reader_cache_seconds is not None:
             _positive_number("reader_cache_seconds", self.reader_cache_seconds)
+        _positive_number("clock_margin_seconds", self.clock_margin_seconds)
         if not isinstance(self.growth_factor, int | float) or self.growth_factor < 1:
             raise ShardConfigurationError(
                 f"DynamicShards(growth_factor={self.growth_factor!r}): give a number of at "
@@ -124,6 +138,18 @@ class DynamicShards:
                 f"DynamicShards(max_shards={self.max_shards!r}): give an int between 1 and "
                 f"{MAX_SHARDS}: the most shards a hot key may grow to"
             )
+
+    @property
+    def reader_cache(self) -> float:
+        """Seconds a reader reuses a key's metadata (0: none)."""
+        return float(self.reader_cache_seconds or 0)
+
+    @property
+    def settle_seconds(self) -> float:
+        """Seconds from a growth's announcement to its effect: every cached reader has
+        read it by then (0 without a reader cache: readers read it on every read)."""
+        cache = self.reader_cache
+        return cache + self.clock_margin_seconds if cache > 0 else 0.0
 
     def grown(self, count: int) -> int:
         """The count after one growth from ``count`` (at most ``max_shards``)."""

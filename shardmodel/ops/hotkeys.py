@@ -447,7 +447,11 @@ class HotKeyTracker:
         if sharding_of(self.model).directory is None:
             return max(self._fixed_shards(), seen)
         found = self.model.shard_metadata(logical)
-        return 1 if found is None else int(found.number_of_shards)
+        if found is None:
+            return 1
+        directory = sharding_of(self.model).directory
+        assert directory is not None
+        return int(found.live_at(directory.settings.clock.now()))
 
     def _fixed_shards(self) -> int:
         """Shards a random strategy spreads every key over (1 when none does)."""
@@ -477,6 +481,9 @@ class HotKeyTracker:
             )
             if target <= key.shards:
                 continue
+            found = self.model.shard_metadata(key.logical_key)
+            if found is not None and target <= found.latest:
+                continue  # a growth to enough shards is announced: it takes effect soon
             self.model.grow_shards(key.logical_key, to=target)
             log.info(
                 "%s: grew hot key %r from %d to %d shards (%.0f WCU/s)",

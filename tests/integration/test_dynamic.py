@@ -329,14 +329,18 @@ def test_count_during_a_compaction_counts_each_item_once(
 
 
 class WriterProcess(ShardedModel):
-    """One application process: DynamicEvent's tables, a writer cache of 60 s."""
+    """One application process: DynamicEvent's tables, a writer cache of 60 s (and, as
+    DynamicEvent, no reader cache: its growths take effect at once)."""
 
     class Meta:
         table_name = "dynamic-events"
         region = "us-east-1"
 
     user_id = ShardedKeyAttribute(
-        hash_key=True, strategy=DynamicShards(cooldown=0, jitter=0, writer_cache_seconds=60)
+        hash_key=True,
+        strategy=DynamicShards(
+            cooldown=0, jitter=0, writer_cache_seconds=60, reader_cache_seconds=0
+        ),
     )
     timestamp = NumberAttribute(range_key=True)
     event_type = UnicodeAttribute(null=True)
@@ -350,7 +354,10 @@ class OperatorProcess(ShardedModel):
         region = "us-east-1"
 
     user_id = ShardedKeyAttribute(
-        hash_key=True, strategy=DynamicShards(cooldown=0, jitter=0, writer_cache_seconds=60)
+        hash_key=True,
+        strategy=DynamicShards(
+            cooldown=0, jitter=0, writer_cache_seconds=60, reader_cache_seconds=0
+        ),
     )
     timestamp = NumberAttribute(range_key=True)
     event_type = UnicodeAttribute(null=True)

@@ -235,7 +235,7 @@ def test_a_partition_throttle_grows_once_per_cooldown_up_to_the_maximum() -> Non
         ("grow", 2, 4),
     ]
     metadata = Throttled.shard_metadata("k")
-    assert metadata is not None and metadata.number_of_shards == 4
+    assert metadata is not None and metadata.latest == 4
     assert len(metadata.history) == 3
     assert sorted(int(i["seq"]["N"]) for i in raw_items(Throttled)) == list(range(110))
 
@@ -475,13 +475,18 @@ def test_a_cursor_taken_before_a_compaction_resumes_without_repeats() -> None:
 
 
 class Updating(ShardedModel):
-    """A dynamic key whose compaction grace lets the test update an item in place."""
+    """A dynamic key whose compaction grace lets the test update an item in place.
+
+    No reader cache, so its growth takes effect at once (the test runs on the system clock).
+    """
 
     class Meta:
         table_name = "dynamic-updating"
         region = "us-east-1"
 
-    key = ShardedKeyAttribute(hash_key=True, strategy=DynamicShards(cooldown=0, jitter=0))
+    key = ShardedKeyAttribute(
+        hash_key=True, strategy=DynamicShards(cooldown=0, jitter=0, reader_cache_seconds=0)
+    )
     seq = NumberAttribute(range_key=True)
     note = UnicodeAttribute(null=True)
 
@@ -534,10 +539,11 @@ def test_compaction_waits_out_writers_with_a_count_from_before_the_shrink(
     directory = sharding_of(CachedWriters).directory
     assert directory is not None
     CachedWriters("w", 0).save()
-    directory.grow("w", directory.lookup("w"))  # type: ignore[arg-type]
-    directory.grow("w", directory.lookup("w"))  # type: ignore[arg-type]
+    for _ in range(2):  # each growth announced ahead: wait until it takes effect
+        directory.grow("w", directory.lookup("w"))  # type: ignore[arg-type]
+        CLOCK.advance(directory.settings.settle_seconds + 1)
     before = directory.lookup("w")
-    assert before is not None and before.number_of_shards == 4
+    assert before is not None and before.live_at(CLOCK.now()) == 4
     CachedWriters.shrink_shards("w", 1)
     directory._writer_cache["w"] = (CLOCK.now(), before)  # another process's stale cache
     for seq in range(1, 40):  # that writer still spreads over 4

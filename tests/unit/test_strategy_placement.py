@@ -212,7 +212,9 @@ def test_dynamic_shards_defaults() -> None:
     strategy = DynamicShards()
     assert (strategy.cooldown, strategy.growth_factor, strategy.growth_step) == (60.0, 2.0, 1)
     assert (strategy.max_shards, strategy.jitter, strategy.writer_cache_seconds) == (100, 0.5, 5.0)
-    assert strategy.reader_cache_seconds is None
+    assert (strategy.reader_cache_seconds, strategy.clock_margin_seconds) == (None, 1.0)
+    assert strategy.settle_seconds == 0  # no reader cache: a growth takes effect at once
+    assert DynamicShards(reader_cache_seconds=2).settle_seconds == 3.0  # once caches expired
     assert strategy.table_name is None
     assert strategy.attributes == ()
     assert strategy.deterministic is False
@@ -260,6 +262,12 @@ def test_dynamic_shards_write_among_live_and_read_every_readable_shard() -> None
         ({"jitter": -0.1}, "DynamicShards(jitter=-0.1): give a number of seconds, 0 or more"),
         ({"writer_cache_seconds": -1}, "DynamicShards(writer_cache_seconds=-1): "),
         ({"reader_cache_seconds": -1}, "DynamicShards(reader_cache_seconds=-1): "),
+        ({"reader_cache_seconds": float("nan")}, "DynamicShards(reader_cache_seconds=nan): "
+         "give a number of seconds, 0 or more"),
+        ({"reader_cache_seconds": float("inf")}, "DynamicShards(reader_cache_seconds=inf): "),
+        ({"clock_margin_seconds": -1}, "DynamicShards(clock_margin_seconds=-1): give a "
+         "number of seconds, 0 or more"),
+        ({"clock_margin_seconds": "1"}, "DynamicShards(clock_margin_seconds='1'): "),
         ({"growth_factor": 0.5}, "DynamicShards(growth_factor=0.5): give a number of at least "
          "1 (2 doubles the count on each growth)"),
         ({"growth_factor": "2"}, "DynamicShards(growth_factor='2'): "),
