@@ -3,8 +3,8 @@
 Every change is a conditional write on what was read (``number_of_shards`` and
 ``last_updated``), so racing writers grow a key once: the losers read the winner's item.
 
-Readers cache a key's metadata for ``reader_cache_seconds`` (one strong read per
-window), and a growth is announced that long
+Readers cache a key's metadata for ``reader_cache_seconds`` (one strong read per window,
+shared by every concurrent reader of the process), and a growth is announced that long
 plus the clock margin ahead (:attr:`DynamicShards.settle_seconds`): writers spread over
 the new count only once every cached reader has read it. So the metadata item takes one
 read per key, process and window, and no read misses a shard a writer wrote.
@@ -21,6 +21,7 @@ from typing import Any
 from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.models import Model
 
+from shardmodel.dynamic.flights import SingleFlight
 from shardmodel.dynamic.metadata import MIRRORED_META, HistoryEntry, ShardMetadata, metadata_model
 from shardmodel.errors import ShardKeyError
 from shardmodel.keyspace.dynamic import DynamicShards, ShardChange
@@ -30,6 +31,21 @@ from shardmodel.retry import is_condition_failure
 __all__ = ["ShardDirectory"]
 
 log = logging.getLogger("shardmodel.dynamic")
+
+#: Keys a cache holds before it drops its expired entries (then its oldest half).
+CACHE_KEYS = 4096
+
+
+def _trim(cache: dict[str, tuple[float, Any]], now: float, ttl: float) -> None:
+    """Keep a cache of many keys bounded: drop what expired, then the oldest (locked)."""
+    if len(cache) <= CACHE_KEYS:
+        return
+    for key in [k for k, (stamp, _) in cache.items() if not 0 <= now - stamp < ttl]:
+        del cache[key]
+    if len(cache) > CACHE_KEYS:
+        oldest = sorted(cache, key=lambda k: cache[k][0])[: len(cache) // 2]
+        for key in oldest:
+            del cache[key]
 
 
 class ShardDirectory:
@@ -53,6 +69,8 @@ class ShardDirectory:
         self._writer_cache: dict[str, tuple[float, ShardMetadata]] = {}
         self._reader_cache: dict[str, tuple[float, ShardMetadata | None]] = {}
         self._grow_checks: dict[str, tuple[float, ShardMetadata]] = {}
+        self._reads: SingleFlight[ShardMetadata | None] = SingleFlight(settings.clock)
+        self._grows: SingleFlight[ShardMetadata] = SingleFlight(settings.clock)
 
     # -- the metadata table -------------------------------------------------------------
 
@@ -102,6 +120,7 @@ class ShardDirectory:
         now = self.settings.clock.now()
         with self._lock:
             self._writer_cache[found.logical_key] = (now, found)
+            _trim(self._writer_cache, now, self.settings.writer_cache_seconds)
         if read_at is not None:
             self._remember_read(found.logical_key, read_at, found)
         return found
@@ -114,6 +133,7 @@ class ShardDirectory:
             kept = self._reader_cache.get(logical)
             if kept is None or kept[0] <= read_at:
                 self._reader_cache[logical] = (read_at, found)
+                _trim(self._reader_cache, read_at, self.settings.reader_cache)
 
     def _cached(self, cache: dict[str, tuple[float, Any]], logical: str, ttl: float) -> Any:
         """The kept entry ``(stamp, value)`` while younger than ``ttl``, else None.
@@ -142,9 +162,9 @@ class ShardDirectory:
     def for_read(self, logical: str) -> ShardCount:
         """The counts a read of the key must cover.
 
-        Read strongly consistent, and kept for ``reader_cache_seconds``. Growths are
-        announced that long ahead, so a kept count still names every shard a writer
-        may have written.
+        Read strongly consistent, and kept for ``reader_cache_seconds``: concurrent
+        readers of the key share one read in flight. Growths are announced that long
+        ahead, so a kept count still names every shard a writer may have written.
         """
         ttl = self.settings.reader_cache
         if ttl <= 0:
@@ -153,8 +173,7 @@ class ShardDirectory:
         self.table()  # forgets cached counts when the model was bound elsewhere
         cached = self._cached(self._reader_cache, logical, ttl)
         if cached is None:
-            started = self.settings.clock.now()
-            cached = (started, self._read(logical, started))
+            cached = self._reads.run(logical, lambda started: self._read(logical, started), ttl)
         found = cached[1]
         return ONE_SHARD if found is None else found.count
 
@@ -197,8 +216,9 @@ class ShardDirectory:
         In a throttling storm every throttled write asks to grow: the item is read at
         most once per cooldown per key in this process (the answer is kept), and not
         at all while ``seen`` itself was grown within the cooldown (or its announced
-        growth has not taken effect yet), so the metadata item does not become the
-        next hot key.
+        growth has not taken effect yet), and the writes (threads or coroutines) of
+        this process asking at once share one check, so the metadata item does not
+        become the next hot key.
         """
         cooldown = self.settings.cooldown
         checked_at = self.settings.clock.now()
@@ -210,7 +230,7 @@ class ShardDirectory:
             return seen
         if seen.pending_at(self.settings.clock.now()):
             return seen
-        return self._grow_check(logical, seen)
+        return self._grows.run(logical, lambda _: self._grow_check(logical, seen), math.inf)[1]
 
     def _grow_check(self, logical: str, seen: ShardMetadata) -> ShardMetadata:
         """One process's check of a throttled key: re-read it and grow it if still ``seen``."""

@@ -79,7 +79,8 @@ class DynamicShards:
         writer_cache_seconds: how long a writer reuses a key's metadata (0: read it on
             every new item). A stale count only spreads writes less.
         reader_cache_seconds: opt-in: how long a reader reuses a key's metadata (read
-            strongly consistent). A growth is announced this long plus
+            strongly consistent, once per window however many threads or coroutines
+            ask). A growth is announced this long plus
             ``clock_margin_seconds`` ahead, so a cached reader never misses a shard.
             None (default) or 0 reads the metadata on every read and makes growths
             take effect at once. Every process of a table must use the same value (or

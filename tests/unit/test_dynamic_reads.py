@@ -1,4 +1,4 @@
-"""Cached reads of dynamic keys: growths announced ahead, old items.
+"""Cached reads of dynamic keys: growths announced ahead, reads coalesced, old items.
 
 A reader keeps a key's metadata for ``reader_cache_seconds``; a growth is announced that
 long plus the clock margin ahead, so no reader misses a shard a writer wrote. Each model
@@ -7,7 +7,10 @@ class below is one process (its own cache) on the same tables.
 
 from __future__ import annotations
 
+import asyncio
 import random
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +18,7 @@ import pytest
 from pynamodb.attributes import NumberAttribute
 
 from shardmodel import DynamicShards, ShardedKeyAttribute, ShardedModel, ShardMetadataError
+from shardmodel.core import bridge
 from shardmodel.dynamic.directory import ShardDirectory
 from shardmodel.engine import sharding_of
 from shardmodel.testing import SimulatedClock
@@ -145,6 +149,97 @@ def test_growths_racing_writers_and_readers_miss_nothing(skew: float) -> None:
 
 
 @pytest.mark.usefixtures("tables")
+def test_concurrent_readers_of_a_key_share_one_metadata_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight threads read one key at once: one metadata read, not eight."""
+    Writer("k", 0).save()
+    directory = directory_of(Reader)
+    lookups: list[bool] = []
+    lookup = directory.lookup
+
+    def slow(logical: str, consistent: bool = True) -> Any:
+        lookups.append(consistent)
+        time.sleep(0.3)  # real time: every thread arrives while the read is in flight
+        return lookup(logical, consistent)
+
+    monkeypatch.setattr(directory, "lookup", slow)
+    start = threading.Barrier(8)
+    found: list[int] = []
+
+    def read() -> None:
+        start.wait()
+        found.append(int(Reader.get("k", 0).seq))
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [0] * 8
+    assert lookups == [True]  # one strong read for all eight
+
+
+@pytest.mark.usefixtures("tables")
+def test_concurrent_coroutines_share_one_metadata_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight coroutines ``aget`` one key at once: one metadata read, and the event loop
+    serves the others while it is in flight."""
+    Writer("k", 0).save()
+    directory = directory_of(Reader)
+    lookups: list[bool] = []
+    lookup = directory.lookup
+
+    def slow(logical: str, consistent: bool = True) -> Any:
+        lookups.append(consistent)
+        bridge.await_(asyncio.sleep(0.05))  # the loop runs the other coroutines meanwhile
+        return lookup(logical, consistent)
+
+    monkeypatch.setattr(directory, "lookup", slow)
+
+    async def run() -> list[Any]:
+        return await asyncio.gather(*(Reader.aget("k", 0) for _ in range(8)))
+
+    with asyncio.Runner() as runner:
+        found = runner.run(run())
+    assert [int(item.seq) for item in found] == [0] * 8
+    assert lookups == [True]
+
+
+@pytest.mark.usefixtures("tables")
+def test_a_failed_shared_read_fails_every_reader_that_waited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The leader's error reaches the threads that waited on it; the next read reads again."""
+    directory = directory_of(Reader)
+    calls: list[int] = []
+
+    def failing(logical: str, consistent: bool = True) -> Any:
+        calls.append(1)
+        time.sleep(0.2)
+        raise RuntimeError("metadata table down")
+
+    monkeypatch.setattr(directory, "lookup", failing)
+    start = threading.Barrier(4)
+    errors: list[str] = []
+
+    def read() -> None:
+        start.wait()
+        try:
+            directory.for_read("k")
+        except RuntimeError as error:
+            errors.append(str(error))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == ["metadata table down"] * 4 and calls == [1]
+    monkeypatch.undo()
+    assert directory.for_read("k").readable == 1
+
+
+@pytest.mark.usefixtures("tables")
 def test_an_item_from_before_announcements_reads_and_writes_as_before() -> None:
     """An item without ``announced`` (hand-made, or grown before announcements): its
     count is live at once for writers, every shard in its history is read."""
@@ -171,6 +266,18 @@ def test_a_bad_announcement_names_the_field_and_the_fix() -> None:
     table("bad", number_of_shards=1, last_updated=1, announced="soon:4").save()
     with pytest.raises(ShardMetadataError, match="announced entry 'soon:4' is not"):
         Reader.query("bad").__next__()
+
+
+@pytest.mark.usefixtures("tables")
+def test_the_reader_cache_of_many_keys_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process reading many keys keeps at most CACHE_KEYS of them (expired ones first)."""
+    monkeypatch.setattr("shardmodel.dynamic.directory.CACHE_KEYS", 8)
+    directory = directory_of(Reader)
+    for n in range(30):
+        directory.for_read(f"key-{n}")
+        CLOCK.advance(0.1)
+    assert len(directory._reader_cache) <= 8
+    assert "key-29" in directory._reader_cache  # the newest is kept
 
 
 @pytest.mark.usefixtures("tables")
