@@ -201,8 +201,10 @@ def key_format_rows() -> list[tuple[str, str, list[tuple[str, str]]]]:
             table_name = "chart-dynamic"
             region = "us-east-1"
 
-        shop = ShardedKeyAttribute(
-            hash_key=True, strategy=DynamicShards(jitter=0), rng=random.Random(5)
+        shop = ShardedKeyAttribute(  # no reader cache: a growth takes effect at once
+            hash_key=True,
+            strategy=DynamicShards(jitter=0, reader_cache_seconds=0),
+            rng=random.Random(5),
         )
         order_id = NumberAttribute(range_key=True)
 

@@ -21,8 +21,14 @@ from shardmodel.keyspace.strategies import (
     number_bytes,
 )
 
-__all__ = ["DEFAULT_CLOCK_MARGIN", "DynamicShards", "ShardChange"]
+__all__ = ["DEFAULT_CLOCK_MARGIN", "DEFAULT_READER_CACHE", "DynamicShards", "ShardChange"]
 
+#: Seconds a reader reuses a key's metadata by default. One strong read of the item per
+#: key, process and window: a process at any read rate costs the item 0.5 RCU a second,
+#: so 6,000 processes reading one key stay under a partition's 3,000 RCU; and a growth
+#: takes effect this long (plus the clock margin) after it is announced, well inside
+#: the default write backoff (about 5.6 s of waits), so throttled writes wait for it.
+DEFAULT_READER_CACHE = 2.0
 #: Seconds a growth's effective time is put beyond the reader cache window, for clocks
 #: of the fleet that disagree (NTP keeps hosts within milliseconds; Amazon Time Sync
 #: within a millisecond) and for the announcing update's own time on the wire.
@@ -78,13 +84,12 @@ class DynamicShards:
             writers see each other's growth instead of all trying.
         writer_cache_seconds: how long a writer reuses a key's metadata (0: read it on
             every new item). A stale count only spreads writes less.
-        reader_cache_seconds: opt-in: how long a reader reuses a key's metadata (read
-            strongly consistent, once per window however many threads or coroutines
-            ask). A growth is announced this long plus
-            ``clock_margin_seconds`` ahead, so a cached reader never misses a shard.
-            None (default) or 0 reads the metadata on every read and makes growths
-            take effect at once. Every process of a table must use the same value (or
-            less): the grower's sets the wait.
+        reader_cache_seconds: how long a reader reuses a key's metadata (read strongly
+            consistent, once per window however many threads or coroutines ask). A
+            growth is announced this long plus ``clock_margin_seconds`` ahead, so a
+            cached reader never misses a shard. 0 (or None) reads the metadata on every
+            read and makes growths take effect at once. Every process of a table must
+            use the same value (or less): the grower's sets the wait.
         clock_margin_seconds: how far the clocks of the processes writing a table may
             disagree (plus the announcing update's time on the wire); added to the
             reader cache window before a growth takes effect.
@@ -99,7 +104,7 @@ class DynamicShards:
     max_shards: int = 100
     jitter: float = 0.5
     writer_cache_seconds: float = 5.0
-    reader_cache_seconds: float | None = None
+    reader_cache_seconds: float | None = DEFAULT_READER_CACHE
     clock_margin_seconds: float = DEFAULT_CLOCK_MARGIN
     clock: Clock = field(factory=SystemClock, eq=False)
     on_change: Callable[[ShardChange], None] | None = field(default=None, eq=False)

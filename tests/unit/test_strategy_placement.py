@@ -212,9 +212,9 @@ def test_dynamic_shards_defaults() -> None:
     strategy = DynamicShards()
     assert (strategy.cooldown, strategy.growth_factor, strategy.growth_step) == (60.0, 2.0, 1)
     assert (strategy.max_shards, strategy.jitter, strategy.writer_cache_seconds) == (100, 0.5, 5.0)
-    assert (strategy.reader_cache_seconds, strategy.clock_margin_seconds) == (None, 1.0)
-    assert strategy.settle_seconds == 0  # no reader cache: a growth takes effect at once
-    assert DynamicShards(reader_cache_seconds=2).settle_seconds == 3.0  # once caches expired
+    assert (strategy.reader_cache_seconds, strategy.clock_margin_seconds) == (2.0, 1.0)
+    assert strategy.settle_seconds == 3.0  # a growth takes effect once every cache expired
+    assert DynamicShards(reader_cache_seconds=0).settle_seconds == 0  # at once: no cache
     assert strategy.table_name is None
     assert strategy.attributes == ()
     assert strategy.deterministic is False
