@@ -8,8 +8,8 @@ second: DynamoDB's 10,000 writes a second on 1,000 WCU partitions, scaled down b
 shard throttles most of them). The key needs 10 shards at the least, 20 with the
 2x headroom the capacity guides advise.
 
-It prints, for the defaults (``cooldown=60``, ``growth_factor=2``) and for the pacing
-given by ``growth_pace`` when the model's strategy takes it: when each growth happened,
+It prints, for the defaults (``cooldown=60``, ``growth_factor=2``), for
+``pace="history"`` and for ``cooldown=15``: when each growth happened,
 when the count first reached 10 and 16, and the writes refused (throttled at least once)
 and failed (after every retry) in each 30-second window. The baseline is the same spike
 on the defaults; no wall time is measured.
@@ -100,6 +100,9 @@ def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
     with mock_dynamodb():
         for line in spike("defaults", seconds):
+            print(line, flush=True)
+        print()
+        for line in spike("pace-history", seconds, pace="history"):
             print(line, flush=True)
         print()
         for line in spike("cooldown-15", seconds, cooldown=15):

@@ -12,6 +12,7 @@ read per key, process and window, and no read misses a shard a writer wrote.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import random
@@ -220,8 +221,8 @@ class ShardDirectory:
         this process asking at once share one check, so the metadata item does not
         become the next hot key.
         """
-        cooldown = self.settings.cooldown
         checked_at = self.settings.clock.now()
+        cooldown = self._paced(seen, checked_at)[1]
         with self._lock:
             checked = self._grow_checks.get(logical)
         if checked is not None and checked_at - checked[0] < cooldown:
@@ -234,7 +235,6 @@ class ShardDirectory:
 
     def _grow_check(self, logical: str, seen: ShardMetadata) -> ShardMetadata:
         """One process's check of a throttled key: re-read it and grow it if still ``seen``."""
-        cooldown = self.settings.cooldown
         checked_at = self.settings.clock.now()
         self.settings.clock.sleep(self._rng.uniform(0, self.settings.jitter))
         read_at = self.settings.clock.now()
@@ -247,9 +247,10 @@ class ShardDirectory:
             seen.announced,
         )
         now = self._now()
+        streak, cooldown = self._paced(current, now)
         cooling = current.grown and now - current.last_updated < cooldown
         cooling = cooling or current.pending_at(self.settings.clock.now())
-        target = self.settings.grown(current.latest)
+        target = self.settings.grown(current.latest, streak)
         if changed or cooling or target <= current.latest:
             result = self._remember(current, read_at)
         else:
@@ -257,6 +258,19 @@ class ShardDirectory:
         with self._lock:
             self._grow_checks[logical] = (checked_at, result)
         return result
+
+    def _paced(self, metadata: ShardMetadata, now: float) -> tuple[int, float]:
+        """The growths just before ``now`` in a row (``DynamicShards.streak``), and the
+        cooldown after the key's last growth (longer the fewer preceded it)."""
+        history = metadata.history
+        growths = [
+            float(entry.epoch)
+            for before, entry in itertools.pairwise(history)
+            if entry.count > before.count
+        ]
+        streak = self.settings.streak(growths, now)
+        last = self.settings.streak(growths[:-1], growths[-1]) if growths else 0
+        return streak, self.settings.cooldown_after(last)
 
     def grow_to(self, logical: str, count: int) -> ShardMetadata:
         """Raise the key's live count to ``count`` now (an operator's growth, no throttle).

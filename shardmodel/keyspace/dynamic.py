@@ -21,7 +21,14 @@ from shardmodel.keyspace.strategies import (
     number_bytes,
 )
 
-__all__ = ["DEFAULT_CLOCK_MARGIN", "DEFAULT_READER_CACHE", "DynamicShards", "ShardChange"]
+__all__ = [
+    "DEFAULT_CLOCK_MARGIN",
+    "DEFAULT_READER_CACHE",
+    "PACES",
+    "DynamicShards",
+    "ShardChange",
+]
+
 
 #: Seconds a reader reuses a key's metadata by default. One strong read of the item per
 #: key, process and window: a process at any read rate costs the item 0.5 RCU a second,
@@ -33,6 +40,11 @@ DEFAULT_READER_CACHE = 2.0
 #: of the fleet that disagree (NTP keeps hosts within milliseconds; Amazon Time Sync
 #: within a millisecond) and for the announcing update's own time on the wire.
 DEFAULT_CLOCK_MARGIN = 1.0
+#: How a key's growths are paced (see ``DynamicShards(pace=...)``).
+PACES = ("fixed", "history")
+#: The most growths of a streak that speed the next one: factor at most cubed, cooldown
+#: at least a quarter.
+_MOST_STREAK = 2
 
 
 @frozen
@@ -93,6 +105,13 @@ class DynamicShards:
         clock_margin_seconds: how far the clocks of the processes writing a table may
             disagree (plus the announcing update's time on the wire); added to the
             reader cache window before a growth takes effect.
+        pace: ``"fixed"`` (default): every growth multiplies by ``growth_factor`` after
+            ``cooldown``. ``"history"``: a growth that follows earlier ones closely (each
+            within two cooldowns of the next, the last within two cooldowns of now) is
+            a spike still rising: its factor is ``growth_factor`` to the power of one
+            more than those growths (at most the cube) and the cooldown after it is
+            halved for each (at most a quarter). A key that grew once, long ago, grows
+            as with ``"fixed"``. See "How a key grows" in the docs for a measured spike.
         clock: epoch seconds and sleeping (inject a simulated clock in tests).
         on_change: called with a :class:`ShardChange` after every grow, shrink or prune.
     """
@@ -106,6 +125,7 @@ class DynamicShards:
     writer_cache_seconds: float = 5.0
     reader_cache_seconds: float | None = DEFAULT_READER_CACHE
     clock_margin_seconds: float = DEFAULT_CLOCK_MARGIN
+    pace: str = "fixed"
     clock: Clock = field(factory=SystemClock, eq=False)
     on_change: Callable[[ShardChange], None] | None = field(default=None, eq=False)
 
@@ -138,6 +158,11 @@ class DynamicShards:
                 f"{self.growth_step}): a growth must add shards; use growth_step >= 1 or "
                 "growth_factor > 1"
             )
+        if self.pace not in PACES:
+            raise ShardConfigurationError(
+                f"DynamicShards(pace={self.pace!r}): give 'fixed' (every growth alike) or "
+                "'history' (growths close after growths go faster)"
+            )
         bad = isinstance(self.max_shards, bool) or not isinstance(self.max_shards, int)
         if bad or not 1 <= self.max_shards <= MAX_SHARDS:
             raise ShardConfigurationError(
@@ -157,10 +182,36 @@ class DynamicShards:
         cache = self.reader_cache
         return cache + self.clock_margin_seconds if cache > 0 else 0.0
 
-    def grown(self, count: int) -> int:
-        """The count after one growth from ``count`` (at most ``max_shards``)."""
-        factor = -(-count * self.growth_factor // 1)  # ceil without float surprises
+    def grown(self, count: int, streak: int = 0) -> int:
+        """The count after one growth from ``count`` (at most ``max_shards``).
+
+        ``streak``: the growths just before it (see :meth:`streak`); with
+        ``pace="history"`` each raises the factor by a power.
+        """
+        power = 1 + (min(streak, _MOST_STREAK) if self.pace == "history" else 0)
+        factor = -(-count * self.growth_factor**power // 1)  # ceil without float surprises
         return min(self.max_shards, max(int(factor), count + self.growth_step))
+
+    def cooldown_after(self, streak: int) -> float:
+        """Seconds after a growth before the next: halved per growth of a streak
+        (``pace="history"``, at most to a quarter)."""
+        if self.pace != "history":
+            return self.cooldown
+        return float(self.cooldown) / 2.0 ** min(streak, _MOST_STREAK)
+
+    def streak(self, growths: Sequence[float], now: float) -> int:
+        """How many growths, ending with the last of ``growths`` (epochs, oldest first),
+        followed each other within two cooldowns, the last within two cooldowns of
+        ``now`` (0: none, or the last is older)."""
+        window = 2 * self.cooldown
+        if not growths or now - growths[-1] > window:
+            return 0
+        streak = 1
+        for earlier, later in zip(reversed(growths[:-1]), reversed(growths[1:]), strict=True):
+            if later - earlier > window:
+                break
+            streak += 1
+        return streak
 
     @property
     def attributes(self) -> tuple[str, ...]:

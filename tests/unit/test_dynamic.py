@@ -588,3 +588,20 @@ def test_shrink_checks_its_count() -> None:
     with pytest.raises(ShardKeyError, match="at least 1"):
         DynamicEvent.shrink_shards("s", 0)
     assert DynamicEvent.compact_shards("s") == 0
+
+
+def test_pace_history_speeds_growths_that_follow_each_other() -> None:
+    """A spike still rising: each growth close after others multiplies more, and the
+    cooldown after it is shorter; a key that grew once long ago grows as with 'fixed'."""
+    fixed = DynamicShards(cooldown=60)
+    paced = DynamicShards(cooldown=60, pace="history")
+    assert [fixed.grown(2, s) for s in (0, 1, 2, 3)] == [4, 4, 4, 4]
+    assert [paced.grown(2, s) for s in (0, 1, 2, 3)] == [4, 8, 16, 16]  # at most cubed
+    assert [paced.cooldown_after(s) for s in (0, 1, 2, 3)] == [60, 30, 15, 15]
+    assert paced.grown(64, 2) == 100  # max_shards
+    assert paced.streak([], 1000) == 0
+    assert paced.streak([0.0], 60) == 1 and paced.streak([0.0], 121) == 0  # two cooldowns
+    assert paced.streak([0.0, 60.0], 90) == 2
+    assert paced.streak([0.0, 200.0], 230) == 1  # the earlier one is too far back
+    with pytest.raises(ShardConfigurationError, match=r"pace='fast'.*'history'"):
+        DynamicShards(pace="fast")
