@@ -425,7 +425,6 @@ class MergedQuery(Generic[_T]):
     def _schedule(self, shard: _Shard, page: int | None = None) -> None:
         if shard.task is not None or shard.exhausted or self._closed:
             return
-        self._here()
         if self._inflight >= self._workers:
             return  # at this query's share of the pool; _fill schedules it later
         if page is None:
