@@ -230,7 +230,7 @@ def _verify(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from error
     sampled = ""
-    if run.sampled < int(run.strategy.split("(")[1].rstrip(")")):
+    if run.sampled < run.plan.shards:  # the command verifies the planned count
         sampled = f" (followed {run.sampled:,} shards, throttles scaled to all)"
     print(
         f"\nverify: {run.strategy} on the capacity simulator, {run.seconds:g} s: "

@@ -262,6 +262,8 @@ class ShardDirectory:
     def _paced(self, metadata: ShardMetadata, now: float) -> tuple[int, float]:
         """The growths just before ``now`` in a row (``DynamicShards.streak``), and the
         cooldown after the key's last growth (longer the fewer preceded it)."""
+        if self.settings.pace == "fixed":  # every throttled write asks: no history walk
+            return 0, self.settings.cooldown
         history = metadata.history
         growths = [
             float(entry.epoch)
