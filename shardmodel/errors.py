@@ -14,6 +14,7 @@ built-in exception whose meaning fits, so ``except ValueError`` keeps working::
     ├── QueryValidationError (ShardKeyError, pynamodb QueryError)
     │                                         DynamoDB would refuse the query (ValidationException)
     ├── ShardMetadataError (ShardKeyError)    a metadata item of a dynamic key is malformed
+    ├── ItemSizeError (ValueError)            an item leaves no room for a layout change
     └── IdempotentParameterMismatchError (ValueError)
                                               a counter token reused with other amounts
 
@@ -100,6 +101,16 @@ class QueryValidationError(ShardKeyError, QueryError):
     def __init__(self, message: str) -> None:
         cause = ClientError({"Error": {"Code": "ValidationException", "Message": message}}, "Query")
         QueryError.__init__(self, message, cause)
+
+
+class ItemSizeError(ShardModelError, ValueError):
+    """An item is too large for a layout change to move it.
+
+    A move marks the item while it moves, and its new key may be longer: a save of an
+    item within :data:`~shardmodel.keyspace.phases.MOVE_RESERVE_BYTES` of DynamoDB's
+    400 KB is refused before it is sent, and a move meeting such an item (grown by an
+    update, or written before) stops with this error, the item unchanged.
+    """
 
 
 class IdempotentParameterMismatchError(ShardModelError, ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 
 from shardmodel import (
@@ -34,6 +34,19 @@ class Reading(ShardedModel):
     sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
     seq = NumberAttribute(range_key=True)
     value = UnicodeAttribute(null=True)
+
+
+class VersionedReading(ShardedModel):
+    """Reading with optimistic locking: a write a fence redirects is sent again."""
+
+    class Meta:
+        table_name = "reshard-versioned-readings"
+        region = "us-east-1"
+
+    sensor = ShardedKeyAttribute(hash_key=True, strategy=HashShards(16, on=["seq"]))
+    seq = NumberAttribute(range_key=True)
+    value = UnicodeAttribute(null=True)
+    version = VersionAttribute()
 
 
 class WideReading(ShardedModel):
@@ -238,6 +251,7 @@ def shard_moves(sensor: str) -> bool:
 
 MIGRATION_MODELS = (
     Reading,
+    VersionedReading,
     SensorSeries,
     WideReading,
     Click,

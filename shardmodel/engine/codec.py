@@ -36,6 +36,7 @@ from shardmodel.engine.items import (
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardKeyError, UnsupportedOperationError
 from shardmodel.keyspace.keys import KeyLayout
+from shardmodel.keyspace.phases import check_move_room
 from shardmodel.request_bound import request_bound
 
 __all__ = [
@@ -178,6 +179,8 @@ def serialize_keys(item: Any, data: dict[str, dict[str, Any]]) -> dict[str, dict
         physical = write_index_key(item, attr)
         if physical is not None:
             data[attr.attr_name] = {STRING: physical}
+    if key is not None:
+        check_move_room(type(item).__name__, data)
     return data
 
 

@@ -20,15 +20,17 @@ from typing import Any
 from attrs import frozen
 from botocore.exceptions import ClientError
 
-from shardmodel.errors import ShardModelError
+from shardmodel.errors import ItemSizeError, ShardModelError
 from shardmodel.keyspace.phases import (
     COPY_MARKER,
     FENCED,
     MOVE_MARKER,
+    MOVE_RESERVE_BYTES,
     MOVED,
     is_tombstone,
     state_of,
 )
+from shardmodel.sizing import item_size
 
 __all__ = ["MOVE_ROUNDS", "MoveError", "Mover", "is_condition_failure"]
 
@@ -46,6 +48,15 @@ def is_condition_failure(error: ClientError) -> bool:
     """True when a request failed its condition (the item is not as the request assumed)."""
     code = error.response.get("Error", {}).get("Code", "")
     return code in ("ConditionalCheckFailedException", "TransactionCanceledException")
+
+
+def _too_large(error: ClientError) -> bool:
+    """True when DynamoDB refused a write for the item's size (a ValidationException)."""
+    failure = error.response.get("Error", {})
+    message = str(failure.get("Message", "")).lower()
+    return (
+        failure.get("Code") == "ValidationException" and "size" in message and ("exceed" in message)
+    )
 
 
 @frozen
@@ -201,9 +212,23 @@ class Mover:
         except ClientError as error:
             if is_condition_failure(error):
                 return None
+            if _too_large(error):
+                raise self._no_room(old_key) from error
             raise
         frozen: _RawItem = response["Attributes"]
         return frozen
+
+    def _no_room(self, key: _RawItem) -> ItemSizeError:
+        """The error for an item a move cannot mark or copy (left as it is)."""
+        found = self.get(key)
+        size = f"{item_size(found):,} bytes" if found is not None else "too large"
+        return ItemSizeError(
+            f"{self.table}: the item at {key} is {size}, too close to DynamoDB's 400 KB "
+            f"for a move to mark it and write it at its new key (a move needs "
+            f"{MOVE_RESERVE_BYTES} bytes; save() refuses such items, an update or a write "
+            "before this version may have made it). It was left unchanged: store fewer "
+            "bytes in it (an update), then run the step again"
+        )
 
     def _copy(
         self, frozen_copy: _RawItem, old_key: _RawItem, new_key: _RawItem, token: str
@@ -216,12 +241,18 @@ class Mover:
         content = {k: v for k, v in frozen_copy.items() if k != MOVE_MARKER}
         content.update(new_key)
         content[COPY_MARKER] = {"S": token}
-        if self._conditional(
-            self.client.put_item,
-            Item=content,
-            ConditionExpression="attribute_not_exists(#k) OR attribute_exists(#c)",
-            ExpressionAttributeNames={"#k": self.hash_name, "#c": COPY_MARKER},
-        ):
+        try:
+            copied = self._conditional(
+                self.client.put_item,
+                Item=content,
+                ConditionExpression="attribute_not_exists(#k) OR attribute_exists(#c)",
+                ExpressionAttributeNames={"#k": self.hash_name, "#c": COPY_MARKER},
+            )
+        except ClientError as error:
+            if _too_large(error):
+                raise self._no_room(old_key) from error
+            raise
+        if copied:
             return True
         if state_of(self.get(old_key)) == f"moving:{token}":
             raise MoveError(

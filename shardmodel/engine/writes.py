@@ -260,13 +260,15 @@ def update(
             check_actions(item, actions)
 
         def change(chosen: Condition | None, revive: bool = False) -> Any:
-            done = actions
+            # a copy each time: PynamoDB appends the version action to the list it gets,
+            # and a write a fence redirects is sent again
+            done = list(actions) if isinstance(actions, list) else actions
             if engine.spec.table_key() is not None and isinstance(actions, list):
                 chosen = physical_condition(item, chosen, stored_key(item))
                 # at a new key (the phase's, or the one a fence sent an old-key write to)
                 if placement is not None and (placement.writes_new or item._pinned_key):
                     # the copy is the item's own now: a stalled move may not replace it
-                    done = [*actions, Path(COPY_MARKER).remove()]
+                    done = [*done, Path(COPY_MARKER).remove()]
                     if revive:  # over a delete's tombstone: the item exists again
                         done.append(Path(MOVE_MARKER).remove())
             return plain(done, chosen, add_version_condition=add_version_condition)

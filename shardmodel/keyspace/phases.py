@@ -38,10 +38,12 @@ from typing import Any, Literal, TypeVar
 
 from attrs import evolve, frozen
 
-from shardmodel.errors import ShardConfigurationError, UnknownShardError
+from shardmodel.capacity import MAX_ITEM_BYTES
+from shardmodel.errors import ItemSizeError, ShardConfigurationError, UnknownShardError
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
 from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.strategies import HashShards, KeyValues, RandomShards, Segment
+from shardmodel.sizing import item_size
 
 __all__ = [
     "COPY_MARKER",
@@ -50,6 +52,7 @@ __all__ = [
     "MARKERS",
     "MOVED",
     "MOVE_MARKER",
+    "MOVE_RESERVE_BYTES",
     "PHASES",
     "RULES",
     "ActiveMigration",
@@ -58,6 +61,7 @@ __all__ = [
     "PhaseRules",
     "StrategySpec",
     "authority",
+    "check_move_room",
     "is_tombstone",
     "key_in",
     "numbered_position",
@@ -264,6 +268,23 @@ DELETED = "deleted"
 COPY_MARKER = "_shardmodel_copy"
 #: The bookkeeping attributes reads strip.
 MARKERS = (MOVE_MARKER, COPY_MARKER)
+#: The bytes a layout change may add to an item: a move's marker on its old copy
+#: (``_shardmodel_move`` = ``moving:`` and a 32-digit token, 54 bytes), and a new key
+#: longer than the old (a shard number of more digits; 46 bytes are left for it).
+MOVE_RESERVE_BYTES = 100
+
+
+def check_move_room(model_name: str, data: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuse an item a layout change could not move (:data:`MOVE_RESERVE_BYTES`)."""
+    size = item_size(data)
+    if size > MAX_ITEM_BYTES - MOVE_RESERVE_BYTES:
+        raise ItemSizeError(
+            f"{model_name}: the item is {size:,} bytes; a sharded model keeps "
+            f"{MOVE_RESERVE_BYTES} of DynamoDB's {MAX_ITEM_BYTES:,} for a layout change "
+            f"(a move marks the item, and its new key may be longer), so at most "
+            f"{MAX_ITEM_BYTES - MOVE_RESERVE_BYTES:,}: store fewer bytes in the item "
+            "(large values belong in S3, the item holding their address)"
+        )
 
 
 @frozen
@@ -281,8 +302,12 @@ class PhaseRules:
         reads: the layouts reads cover; an item found under both keys is read from the
             copy that holds it (:func:`authority`).
         scan_old: a scan meets each moving item at its old key (every such item keeps a
-            row there while every process fences); else (from drain on, when no item is
-            at an old key any more and none moves) it returns every live row.
+            row there while every process fences); else (in done, when no item is at an
+            old key any more, none moves, and the sweep deletes the tombstones) it returns
+            every live row. Drain keeps the old-key rule although both rules hold there:
+            the segments of a parallel scan begun a moment apart, one in cleanup and one
+            in drain, must apply one rule, or an item whose two keys fall in different
+            segments is returned twice or not at all.
         job: the scan job the phase runs (``"backfill"``, ``"cleanup"``, ``"sweep"``).
     """
 
@@ -304,7 +329,7 @@ RULES: dict[Phase, PhaseRules] = {
     Phase.READ_NEW: PhaseRules("new", True, True, True, _BOTH, True),
     Phase.NEW_ONLY: PhaseRules("new", True, True, True, _BOTH, True),
     Phase.CLEANUP: PhaseRules("new", True, True, True, _BOTH, True, "cleanup"),
-    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, False),
+    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, True),
     Phase.DONE: PhaseRules("new", True, False, False, _NEW, False, "sweep"),
 }
 
