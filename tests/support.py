@@ -9,6 +9,7 @@ import hmac
 import json
 import re
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,9 +32,12 @@ def token_of(payload: bytes, secret: bytes | str | None = None) -> str:
 
 
 def cursor_payload(token: str) -> Any:
-    """A cursor string's payload: its JSON body, unchecked."""
+    """A cursor string's payload: its JSON body (inflated when compressed), unchecked."""
     body = token.split(".")[0]
-    return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    packed = body.startswith("z")
+    text = body[1:] if packed else body
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return json.loads(zlib.decompress(data) if packed else data)
 
 
 def signed_cursor(payload: Any, secret: bytes | str | None = None) -> str:

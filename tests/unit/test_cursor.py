@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import zlib
 from typing import Any
 
+import cattrs
 import pytest
 
 from shardmodel import CursorError
@@ -305,3 +307,44 @@ def test_valid_start_keys_of_every_type_pass_the_checks() -> None:
     back = decode_cursor(forged(payload(shards=shards)))
     assert back.shards[0].start == start
     assert raw_key(start) == {"pk": {"S": ""}, "ts": {"N": "-2.5E3"}, "b": {"B": b"\x00\x01"}}
+
+
+def _wide(shards: int) -> Cursor:
+    """A cursor of a read over ``shards`` shards, each at its own timestamp."""
+    return cursor(
+        *(
+            position(
+                f"tenant-1#{n}",
+                {"pk": {"S": f"tenant-1#{n}"}, "ts": {"S": f"2026-11-29T02:15:{n:02d}.{n:06d}Z"}},
+                n % 3 == 0,
+            )
+            for n in range(shards)
+        )
+    )
+
+
+def test_a_cursor_past_a_kilobyte_is_compressed_and_reads_back() -> None:
+    """20 shards: zlib'd JSON behind a ``z``, under a quarter of the plain size; the
+    checksum is the plain JSON's, so a secret and tampering work as before."""
+    wide = _wide(20)
+    token = encode_cursor(wide)
+    payload = json.dumps(
+        cattrs.Converter().unstructure(wide), sort_keys=True, separators=(",", ":")
+    ).encode("utf-8")
+    assert len(payload) > 1024 and token.startswith("z")
+    assert len(token) < len(token_of(payload)) / 4
+    assert decode_cursor(token) == wide
+    assert token.split(".")[1] == token_of(payload).split(".")[1]
+    signed = encode_cursor(wide, b"s3cret")
+    assert decode_cursor(signed, b"s3cret") == wide
+    assert refusal(signed).startswith("last_evaluated_key was altered or truncated")
+    body, checksum = token.split(".")
+    for damaged in (body[:-4], body[:10] + "A" + body[11:]):
+        assert "last_evaluated_key" in refusal(f"{damaged}.{checksum}")
+
+
+def test_a_compressed_cursor_that_inflates_past_the_bound_is_refused_unread() -> None:
+    """A crafted cursor of zeros that would inflate to 10 MB: refused as damaged."""
+    bomb = zlib.compress(b"0" * 10_000_000, 9)
+    body = "z" + base64.urlsafe_b64encode(bomb).decode("ascii").rstrip("=")
+    assert refusal(f"{body}.{'0' * 32}") == f"last_evaluated_key is damaged (bad encoding); {FIX}"
