@@ -113,6 +113,11 @@ class ItemSizeError(ShardModelError, ValueError):
     """
 
 
+class PhysicalKeyWarning(UserWarning):
+    """A read found nothing under a key that reads as a physical key of the model's
+    layout (``celebrity#3``): the logical key (``celebrity``) was likely meant."""
+
+
 class IdempotentParameterMismatchError(ShardModelError, ValueError):
     """An ``add`` token was already used with other increments; nothing was applied.
 

@@ -8,8 +8,8 @@ The string is ``<base64url JSON>.<checksum>``, or past 1 KB of JSON
 ``z<base64url zlib JSON>.<checksum>`` (a cursor of many shards repeats its key names in
 every shard's position: a 20-shard read's 4.3 KB become 0.7 KB). The checksum is a
 SHA-256 of the JSON payload, or an HMAC when the model's ``Meta.cursor_secret`` is set,
-so a tampered or truncated cursor is refused; without a secret a determined client could forge one (it would only
-read its own key's items, which the query allows anyway).
+so a tampered or truncated cursor is refused; without a secret a determined client could
+forge one (it would only read its own key's items, which the query allows anyway).
 """
 
 from __future__ import annotations

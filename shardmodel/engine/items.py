@@ -26,6 +26,7 @@ __all__ = [
     "instance_key_values",
     "key_text",
     "key_values",
+    "physical_hint",
     "python_name",
     "range_value",
     "sharded",
@@ -39,6 +40,25 @@ def sharded(model: type[Any]) -> ShardedKeyAttribute:
     if attr is None:  # pragma: no cover - guarded by callers
         raise ShardConfigurationError(f"{model.__name__} has no ShardedKeyAttribute")
     return attr
+
+
+def physical_hint(
+    model: type[Any], key: Any, attr: ShardedKeyAttribute | None = None
+) -> str | None:
+    """A sentence for a read that found nothing under ``key`` when ``key`` reads as one of
+    the layout's physical keys (None otherwise; see :meth:`KeyLayout.looks_physical`)."""
+    attr = attr or sharding_of(model).spec.table_key()
+    if attr is None or not isinstance(key, str):
+        return None
+    logical = attr.layout.looks_physical(key)
+    if logical is None:
+        return None
+    return (
+        f"{model.__name__}: nothing under the logical key {key!r}, which reads as a "
+        f"physical key of this layout (logical key {logical!r}); reads and writes take "
+        f"logical keys (a key copied from the table is physical: {model.__name__}."
+        f"logical_key_of({key!r}) gives {logical!r})"
+    )
 
 
 def check_logical(model: type[Any], value: Any, attr: ShardedKeyAttribute | None = None) -> str:

@@ -219,8 +219,10 @@ class MergedQuery(Generic[_T]):
         resume: Cursor | None = None,
         item_budget: int = DEFAULT_ITEM_BUDGET,
         runner: Runner | None = None,
+        on_empty: Callable[[], None] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._on_empty = on_empty  # called once if every shard ends without an item
         if forward:
             self._sort_key = sort_key
         else:
@@ -308,6 +310,10 @@ class MergedQuery(Generic[_T]):
                     return True
                 if self._active + 1 >= len(self._groups):
                     self.close()
+                    empty = self._on_empty
+                    if empty is not None and not self.total_count:
+                        self._on_empty = None
+                        empty()
                     return False
                 self._activate(self._active + 1)
         except BaseException:

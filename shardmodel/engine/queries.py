@@ -9,6 +9,7 @@ counter item's shares where the plan says so.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -19,7 +20,7 @@ from shardmodel.engine.copies import index_copies
 from shardmodel.engine.counter_reads import check_index_read, summed_filter
 from shardmodel.engine.cursor import Cursor, encode_cursor
 from shardmodel.engine.grouping import GroupedQuery
-from shardmodel.engine.items import key_text, sharded
+from shardmodel.engine.items import key_text, physical_hint, sharded
 from shardmodel.engine.merge import MergedQuery, dynamodb_sort_key
 from shardmodel.engine.placement import Placement
 from shardmodel.engine.query_plan import (
@@ -33,7 +34,11 @@ from shardmodel.engine.query_plan import (
 )
 from shardmodel.engine.reads import merge_shares
 from shardmodel.engine.sharding import sharding_of
-from shardmodel.errors import ShardConfigurationError, UnsupportedOperationError
+from shardmodel.errors import (
+    PhysicalKeyWarning,
+    ShardConfigurationError,
+    UnsupportedOperationError,
+)
 from shardmodel.keyspace.strategies import TimeBounds
 
 __all__ = ["query", "run_query"]
@@ -178,6 +183,7 @@ def run_query(
         parallelism=parallelism,
         resume=plan.resumed,
         runner=sharding_of(model).executor.runner(),
+        on_empty=_empty_hint(model, plan),
     )
     if not collapse:
         return merged
@@ -293,3 +299,13 @@ def _grouped(
         return GroupedQuery(merged, same, combine, build, limit, seen)
     keep, build = summed_filter(model, *after)
     return GroupedQuery(merged, same, combine, build, limit, seen, keep)
+
+
+def _empty_hint(model: type[Any], plan: QueryPlan) -> Callable[[], None] | None:
+    """A warning for a query that finds nothing under a key that reads as physical."""
+    if plan.resumed is not None or plan.identity.index is not None:
+        return None
+    hint = physical_hint(model, plan.identity.logical_key)
+    if hint is None:
+        return None
+    return lambda: warnings.warn(hint, PhysicalKeyWarning, stacklevel=4)

@@ -19,6 +19,7 @@ from shardmodel.engine.items import (
     instance_key_values,
     key_text,
     key_values,
+    physical_hint,
     range_value,
     sharded,
     with_keys,
@@ -204,12 +205,19 @@ def get(
     """
     candidates = candidate_keys(model, hash_key, range_key, shard_by)
     if len(candidates) == 1 and _one_row_is_the_item(sharding_of(model)):
-        return plain(candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get))
-    (raw,) = _resolve(
-        model, [(hash_key, range_key, candidates)], consistent_read, attributes_to_get
-    )
+        try:
+            return plain(
+                candidates[0], range_key, consistent_read, with_keys(model, attributes_to_get)
+            )
+        except model.DoesNotExist:  # type: ignore[attr-defined]
+            raw = None
+    else:
+        (raw,) = _resolve(
+            model, [(hash_key, range_key, candidates)], consistent_read, attributes_to_get
+        )
     if raw is None:
-        raise model.DoesNotExist()  # type: ignore[attr-defined]
+        hint = physical_hint(model, hash_key)
+        raise model.DoesNotExist(hint) if hint else model.DoesNotExist()  # type: ignore[attr-defined]
     return model.from_raw_data(raw)  # type: ignore[attr-defined,no-any-return]
 
 

@@ -202,6 +202,28 @@ class KeyLayout:
             )
         return logical, tuple(segments)
 
+    def looks_physical(self, key: str) -> str | None:
+        """The logical key ``key`` belongs to if it reads as one of this layout's physical
+        keys (every segment a shard number the strategy writes), else None.
+
+        A hint only: logical keys may hold the separator (``org#3`` is a valid logical
+        key), so this never refuses a key; it names a likely mistake when a read of
+        ``key`` finds nothing (a key copied from the table, as the console shows it).
+        """
+        if self.separator not in key:
+            return None
+        try:
+            logical, segments = self.split(key)
+        except ShardKeyError:
+            return None
+        for strategy, text in zip(self.strategies, segments, strict=True):
+            if not text.isdigit():
+                return None
+            count = getattr(strategy, "n", None)
+            if isinstance(count, int) and not 0 <= int(text) - self.first_shard < count:
+                return None
+        return logical or None
+
     def logical_key(self, physical_key: str) -> str:
         """The logical key a physical key belongs to."""
         count = len(self.strategies)  # fast path: this runs for every item loaded
