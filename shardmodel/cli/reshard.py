@@ -20,10 +20,15 @@ from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import Reshard
 from shardmodel.migration.state import MigrationState, Phase
 
-__all__ = ["add_reshard_parser", "run_reshard"]
+__all__ = ["HOLD", "add_reshard_parser", "next_step", "run_reshard"]
 
 #: DynamoDB's limit on the segments of a parallel scan.
 _SEGMENTS = 1_000_000
+
+
+#: The exit code of a step that must wait (a settle time): not an error, try again later
+#: (sysexits' EX_TEMPFAIL), so a script tells it from a failure (1).
+HOLD = 75
 
 
 @command
@@ -61,7 +66,10 @@ def add_reshard_parser(commands: Subparsers) -> None:
     )
     reshard.add_argument("--dry-run", action="store_true", help="print the plan and its cost")
     reshard.add_argument(
-        "--step", action="store_true", help="do only the next step (start, a scan, or a phase)"
+        "--step",
+        action="store_true",
+        help="do only the next step (start, a scan, or a phase); exit 75 when a settle time "
+        "must pass first (try again later), 1 on an error",
     )
     reshard.add_argument("--status", action="store_true", help="print the migration's state")
     reshard.add_argument(
@@ -72,7 +80,8 @@ def add_reshard_parser(commands: Subparsers) -> None:
         action="store_true",
         help=(
             "go back to the declared layout: before backfill the state is removed; from "
-            "backfill on the change goes to done and returns (then --step, --finish)"
+            "backfill on the change goes to done and returns (then run it again without --to, "
+            "or --step by step, and --finish)"
         ),
     )
     reshard.add_argument(
@@ -138,41 +147,44 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
         if state.phase == Phase.DONE and operator.settle_left(state) > 0:
             print(describe(operator, state))
             print(f"hold: the sweep waits {operator.settle_left(state):.0f}s more")
-            return 1
+            return HOLD
         operator.run_job(page_size=args.page_size, progress=_progress(operator, state))
     elif state.phase == Phase.DONE and not state.aborted:
         print(describe(operator, state))
-        declares = (
-            f"HashShards({state.new_count}, ...) as before the change"
-            if state.series and state.returning
-            else f"HashShards({state.new_count}, ...) with counts_before="
-            f"{{{state.cutover!r}: {state.old_count}}}"
-            if state.series
-            else state.new_strategy.describe(state.new_count)
-            if state.new_strategy is not None
-            else f"{state.new_count} shards"
-            if state.new_boundaries is None
-            else f"the {state.new_count} new boundaries"
-        )
-        if state.returning:
-            print(
-                f"swept: every item is back under {declares}; run reshard --finish with the "
-                "model that declares it"
-            )
-            return 0
-        print(
-            f"swept: deploy the code that declares {declares}, then run reshard --finish "
-            "with its model"
-        )
+        print(next_step(state))
         return 0
     elif operator.settle_left(state) > 0:
         print(describe(operator, state))
         print(f"hold: wait {operator.settle_left(state):.0f}s before the next phase")
-        return 1
+        return HOLD
     else:
         state = operator.advance()
     print(describe(operator, operator.status()))
     return 0
+
+
+def next_step(state: MigrationState) -> str:
+    """What the operator does once a change (or its return) is swept."""
+    declares = (
+        f"HashShards({state.new_count}, ...) as before the change"
+        if state.series and state.returning
+        else f"HashShards({state.new_count}, ...) with counts_before="
+        f"{{{state.cutover!r}: {state.old_count}}}"
+        if state.series
+        else state.new_strategy.describe(state.new_count)
+        if state.new_strategy is not None
+        else f"{state.new_count} shards"
+        if state.new_boundaries is None
+        else f"the {state.new_count} new boundaries"
+    )
+    if state.returning:
+        return (
+            f"swept: every item is back under {declares}; run reshard --finish with the "
+            "model that declares it"
+        )
+    return (
+        f"swept: deploy the code that declares {declares}, then run reshard --finish with its model"
+    )
 
 
 def run_reshard(args: argparse.Namespace) -> int:
@@ -230,7 +242,7 @@ def interrupted(operator: Reshard, args: argparse.Namespace) -> str:
                 f"after {where}"
             )
     if state.aborted or state.returning:
-        lines.append(f"resume with: {base} --step   (repeat until the return is done)")
+        lines.append(f"resume with: {base}   (every step of the return; or --step, one at a time)")
         return "\n".join(lines)
     to = (
         f"--to {state.new_count}"
@@ -313,8 +325,8 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
                 f"{model.__name__}: the migration ({aborted.change}) is aborted in phase "
                 f"{aborted.phase.value}: items have moved, so it goes on to done and then "
                 f"back to {aborted.old_count} by the same phases; keep the code as it is "
-                "(it follows both), run reshard --step until the return is done, then "
-                "reshard --finish"
+                "(it follows both), run reshard without --to (every step of the return; or "
+                "--step by step), then reshard --finish"
             )
             return 0
         if args.segment is not None:
@@ -332,9 +344,16 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
         if args.step:
             return _step(operator, args)
         if args.to is None:
-            raise UsageError("give --to N or --boundaries FILE (or --status, --finish)")
-        for state in operator.steps(args.to, args.settle, args.segments, args.page_size):
-            print(describe(operator, state), flush=True)
+            if operator.status() is None:
+                raise UsageError("give --to N or --boundaries FILE (or --status, --finish)")
+            steps = operator.resume(args.page_size)  # the change in progress, to its end
+        else:
+            steps = operator.steps(args.to, args.settle, args.segments, args.page_size)
+        last = None
+        for last in steps:
+            print(describe(operator, last), flush=True)
+        if last is not None:
+            print(next_step(last))
         return 0
     except ShardModelError as error:
         raise CommandError(f"{error}") from None

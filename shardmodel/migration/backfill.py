@@ -73,17 +73,31 @@ class Progress:
         self.started = clock()
         self._last_line = float("-inf")
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._base = 0  # a resumed segment's count at its checkpoint (see begin)
+
+    def begin(self, scanned: int) -> None:
+        """A segment's scan starts now, ``scanned`` items counted at its checkpoint."""
+        self._base = scanned
+        self.started = self.clock()
 
     def line(self, scanned: int, changed: int, now: float) -> str:
-        """The status text at ``now``: items, rate and ETA."""
+        """The status text at ``now``: items, rate and ETA.
+
+        The rate counts this run's items only (a resumed scan starts from its checkpoint's
+        count). Past the estimate (a change's scans read its tombstones and copies too,
+        which an estimate of the items before the change leaves out) no percent or ETA is
+        claimed.
+        """
         elapsed = max(now - self.started, 1e-9)
-        rate = scanned / elapsed
+        rate = (scanned - self._base) / elapsed
         text = f"{self.label}: {scanned:,} items scanned, {changed:,} changed, {rate:,.0f}/s"
-        if self.total:
-            left = max(self.total - scanned, 0)
+        if self.total and scanned < self.total:
+            left = self.total - scanned
             eta = left / rate if rate > 0 else float("inf")
             eta_text = "?" if eta == float("inf") else time.strftime("%H:%M:%S", time.gmtime(eta))
-            text += f", {min(scanned / self.total, 1.0):.0%} of ~{self.total:,}, ETA {eta_text}"
+            text += f", {scanned / self.total:.0%} of ~{self.total:,}, ETA {eta_text}"
+        elif self.total:
+            text += f", past the estimate of ~{self.total:,} (tombstones and copies are rows too)"
         return text
 
     def update(self, scanned: int, changed: int, final: bool = False) -> None:
@@ -91,8 +105,11 @@ class Progress:
         now = self.clock()
         if self.tty:
             width = 30
-            filled = width if not self.total else int(width * min(scanned / self.total, 1.0))
-            bar = "#" * filled + "-" * (width - filled)
+            if self.total and scanned >= self.total and not final:
+                bar = "?" * width  # past the estimate: the end is not known
+            else:
+                filled = width if not self.total else int(width * min(scanned / self.total, 1.0))
+                bar = "#" * filled + "-" * (width - filled)
             end = "\n" if final else ""
             self.stream.write(f"\r[{bar}] {self.line(scanned, changed, now)}{end}")
             self.stream.flush()
@@ -171,6 +188,8 @@ class ScanJob:
     def _scan(self) -> SegmentProgress:
         """The segment's scan from its checkpoint, each row to :meth:`_handle`."""
         progress, version = self.store.segment(self.job, self.segments, self.segment)
+        if self.progress is not None:
+            self.progress.begin(progress.scanned)
         while not progress.done:
             request: dict[str, Any] = {
                 "TableName": self.table,

@@ -764,6 +764,18 @@ def test_progress_is_a_bar_on_a_terminal_and_log_lines_otherwise(
         screen.getvalue()
     )
     assert "50/s, 50% of ~1,000, ETA 00:00:10" in screen.getvalue()
+    # resumed at 900 of an estimated 1,000: the rate is this run's; past the estimate (a
+    # change's scans read its tombstones and copies) no percent and no ETA
+    now = iter([0.0, 0.0, 20.0])
+    screen = Terminal()
+    resumed = Progress("cleanup", 1000, stream=screen, clock=lambda: next(now))
+    resumed.begin(900)
+    resumed.update(1400, 100)
+    assert "cleanup: 1,400 items scanned, 100 changed, 25/s, past the estimate of ~1,000" in (
+        screen.getvalue()
+    )
+    assert "[??????????????????????????????]" in screen.getvalue()
+    assert "ETA" not in screen.getvalue().split("\r")[-1]
     times = iter([0.0, 5.0, 6.0, 20.0])
     lines = Progress("cleanup", None, stream=io.StringIO(), interval=10, clock=lambda: next(times))
     with caplog.at_level(logging.INFO, logger="shardmodel.reshard"):
@@ -774,6 +786,17 @@ def test_progress_is_a_bar_on_a_terminal_and_log_lines_otherwise(
         "cleanup: 10 items scanned, 1 changed, 2/s",
         "cleanup: 40 items scanned, 4 changed, 2/s",
     ]
+
+
+def test_a_step_that_must_wait_exits_75_not_1(
+    migration_tables: SimulatedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A settle time to wait out is not an error: a script retries on 75, stops on 1."""
+    model = "tests.migration_models:Reading"
+    assert main(["reshard", model, "--to", "32", "--step", "--settle", "30"]) == 0
+    capsys.readouterr()
+    assert main(["reshard", model, "--step"]) == 75
+    assert re.search(r"hold: wait (29|30)s before the next phase", capsys.readouterr().out)
 
 
 def test_cli_dry_run_and_one_step_at_a_time(
