@@ -302,12 +302,12 @@ class PhaseRules:
         reads: the layouts reads cover; an item found under both keys is read from the
             copy that holds it (:func:`authority`).
         scan_old: a scan meets each moving item at its old key (every such item keeps a
-            row there while every process fences); else (in done, when no item is at an
-            old key any more, none moves, and the sweep deletes the tombstones) it returns
-            every live row. Drain keeps the old-key rule although both rules hold there:
-            the segments of a parallel scan begun a moment apart, one in cleanup and one
-            in drain, must apply one rule, or an item whose two keys fall in different
-            segments is returned twice or not at all.
+            row there while every process fences); else (from drain on, when no item is
+            at an old key any more and none moves) it returns every live row. Drain
+            cannot keep the old-key rule: a process a phase ahead, in done, writes new
+            keys without fencing the old ones. So the segments of a parallel scan begun
+            one in cleanup and one in drain apply different rules (see the resharding
+            runbook, "Scans and cursors").
         job: the scan job the phase runs (``"backfill"``, ``"cleanup"``, ``"sweep"``).
     """
 
@@ -329,7 +329,7 @@ RULES: dict[Phase, PhaseRules] = {
     Phase.READ_NEW: PhaseRules("new", True, True, True, _BOTH, True),
     Phase.NEW_ONLY: PhaseRules("new", True, True, True, _BOTH, True),
     Phase.CLEANUP: PhaseRules("new", True, True, True, _BOTH, True, "cleanup"),
-    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, True),
+    Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, False),
     Phase.DONE: PhaseRules("new", True, False, False, _NEW, False, "sweep"),
 }
 

@@ -6,7 +6,7 @@
 * A versioned model written by a process a phase behind, in every pair of adjacent
   phases: a write a fence redirects to the new key is sent again, with one version action.
 * A parallel scan whose segments run in adjacent phases (one process cached a phase
-  behind): each item once.
+  behind): each item once, but for cleanup beside drain (a known limit, expected to fail).
 """
 
 from __future__ import annotations
@@ -215,7 +215,22 @@ def test_a_versioned_model_written_a_phase_behind_in_every_phase_pair(server: st
 # -- a parallel scan across two phases ---------------------------------------------------
 
 
-@pytest.mark.parametrize("phases", [("cleanup", "drain"), ("new_only", "cleanup")])
+@pytest.mark.parametrize(
+    "phases",
+    [
+        pytest.param(
+            ("cleanup", "drain"),
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known limit (docs/resharding.rst): cleanup scans by old keys, drain "
+                "by live rows; drain cannot keep the old-key rule, a process in done writes "
+                "without fencing (the exhaustive interleavings' drain+done cases)",
+            ),
+        ),
+        ("new_only", "cleanup"),
+        ("drain", "done"),
+    ],
+)
 def test_a_parallel_scan_whose_segments_run_in_adjacent_phases_returns_each_item_once(
     server: str, phases: tuple[str, str]
 ) -> None:
@@ -245,18 +260,19 @@ def test_a_parallel_scan_whose_segments_run_in_adjacent_phases_returns_each_item
         assert sorted(got) == sorted(expected), split
 
 
-def test_a_segment_begun_in_drain_raises_once_the_change_is_done(server: str) -> None:
+def test_a_segment_begun_in_cleanup_raises_once_the_change_is_done(server: str) -> None:
     clock = _clock()
     for seq in range(30):
         Reading(sensor="k", seq=seq, value="v").save()
     follow(Reading, cache_seconds=0, clock=clock)
     operator = Reshard(Reading, clock=clock)
     operator.start(32, settle_seconds=SETTLE)
-    while operator.status().phase != Phase.DRAIN:  # type: ignore[union-attr]
+    while operator.status().phase != Phase.CLEANUP:  # type: ignore[union-attr]
         _step(operator, clock)
     pages = Reading.scan(segment=0, total_segments=1, page_size=5)
     first = [next(pages) for _ in range(5)]
     assert len(first) == 5
-    _step(operator, clock)
+    _step(operator, clock)  # drain: the scan goes on by its rule
+    _step(operator, clock)  # done
     with pytest.raises(CursorError, match="scan again from the start"):
         list(pages)

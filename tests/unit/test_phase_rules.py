@@ -116,7 +116,7 @@ TABLE = {
     Phase.READ_NEW: ("new", True, True, True, ("old", "new"), True, None),
     Phase.NEW_ONLY: ("new", True, True, True, ("old", "new"), True, None),
     Phase.CLEANUP: ("new", True, True, True, ("old", "new"), True, "cleanup"),
-    Phase.DRAIN: ("new", True, True, True, ("new",), True, None),
+    Phase.DRAIN: ("new", True, True, True, ("new",), False, None),
     Phase.DONE: ("new", True, False, False, ("new",), False, "sweep"),
 }
 
