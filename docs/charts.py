@@ -354,7 +354,8 @@ def draw_migration(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     colors = {"old": "#8ab17d", "new": "#2a9d8f", "both": "#e9c46a"}
-    fig, axis = plt.subplots(figsize=(9, 3.0), dpi=120)
+    # drawn at the content column's width (about 7 in), so its text reads at page width
+    fig, axis = plt.subplots(figsize=(7.2, 4.4), dpi=120)
     rows = (("writes", 2), ("reads", 1), ("job", 0))
     phases = migration_phases()
     for column, (phase, writes, reads, job) in enumerate(phases):
@@ -365,20 +366,21 @@ def draw_migration(path: Path) -> None:
         )
         for row, text, color in cells:
             axis.add_patch(plt.Rectangle((column, row), 0.96, 0.9, color=color))
-            axis.text(column + 0.48, row + 0.45, textwrap.fill(text, 14),
-                      ha="center", va="center", fontsize=6.5)  # fmt: skip
-        axis.text(column + 0.48, 3.05, phase, ha="center", va="bottom", fontsize=8, weight="bold")
+            axis.text(column + 0.48, row + 0.45, textwrap.fill(text, 9, break_long_words=False),
+                      ha="center", va="center", fontsize=8.5)  # fmt: skip
+        axis.text(column + 0.48, 3.05, phase.replace("_", "_\n"), ha="center", va="bottom",
+                  fontsize=9, weight="bold")  # fmt: skip
     for label, row in rows:
-        axis.text(-0.1, row + 0.45, label, ha="right", va="center", fontsize=9)
+        axis.text(-0.1, row + 0.45, label, ha="right", va="center", fontsize=10)
     axis.annotate("", xy=(len(phases), -0.25), xytext=(0, -0.25),
                   arrowprops={"arrowstyle": "->", "color": "#555555"})  # fmt: skip
     axis.text(len(phases) / 2, -0.55, "time (each phase after the last has settled)",
-              ha="center", fontsize=8)  # fmt: skip
+              ha="center", fontsize=9)  # fmt: skip
     axis.set_xlim(-1.2, len(phases))
-    axis.set_ylim(-0.8, 3.5)
+    axis.set_ylim(-0.8, 3.7)
     axis.axis("off")
-    axis.set_title("Changing a layout online: what writes, reads and jobs do in each phase",
-                   fontsize=10)  # fmt: skip
+    axis.set_title("Changing a layout online:\nwhat writes, reads and jobs do in each phase",
+                   fontsize=11)  # fmt: skip
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -22,6 +22,8 @@ nitpicky = False
 # The pictures are drawn at build time from the code they show (docs/charts.py), so they
 # cannot drift from it; the doctest builder does not need them.
 html_theme_options = {"navigation_with_keys": True}
+html_static_path = ["_static"]
+html_css_files = ["shardmodel.css"]  # code wraps in the column (no sideways overflow)
 
 
 def _draw_charts(app: object) -> None:
