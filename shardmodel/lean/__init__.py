@@ -38,23 +38,23 @@ __all__ = [
     "unsupported_reason",
 ]
 
-#: Where a botocore client keeps its lean stand-in (a cycle the collector frees with it).
-_ATTRIBUTE = "_shardmodel_lean_client"
+#: Each botocore client's lean stand-in (:data:`_PLAIN`: none, the client serves), keyed
+#: weakly: nothing is set on the user's client, and a stand-in holds its client weakly.
+_stand_ins: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_PLAIN = object()
 _tables: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def _lean_for(client: Any) -> Any:
     """The lean stand-in for a botocore client, or the client itself (built once)."""
-    found = getattr(client, _ATTRIBUTE, None)
-    if found is not None:
-        return found
-    with _lock:
-        found = getattr(client, _ATTRIBUTE, None)
-        if found is None:
-            found = lean_client(client) or client
-            setattr(client, _ATTRIBUTE, found)
-        return found
+    found = _stand_ins.get(client)
+    if found is None:
+        with _lock:
+            found = _stand_ins.get(client)
+            if found is None:
+                found = _stand_ins[client] = lean_client(client) or _PLAIN
+    return client if found is _PLAIN else found
 
 
 class LeanConnection:

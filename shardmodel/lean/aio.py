@@ -41,7 +41,8 @@ __all__ = [
 ]
 
 #: Where a botocore client keeps its async stand-in.
-_ATTRIBUTE = "_shardmodel_async_client"
+#: Each botocore client's async stand-in, keyed weakly (nothing is set on the client).
+_async: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _tables: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 #: Every async client's pools, for :func:`pools` (tests and benchmarks read them).
@@ -76,7 +77,7 @@ class AsyncLeanClient(LeanClient):
         #: the pool of the last loop used (it knows its loop)
         self._last: AsyncHttpPool | None = None
         self._authority = endpoint(client.meta.endpoint_url, "AsyncLeanClient")[3]
-        super().__init__(client, operations=client.meta.service_model.operation_names)
+        super().__init__(client, operations=client.meta.service_model.operation_names, weak=True)
         _clients.add(self)
 
     def _pool(self) -> Any:
@@ -142,8 +143,15 @@ class _ThreadedClient:
     """A botocore client the lean path cannot stand in for: its calls on a thread."""
 
     def __init__(self, client: Any) -> None:
-        self.client = client
+        self._client = weakref.ref(client)  # see LeanClient: kept in a weak-keyed table
         self.meta = client.meta
+
+    @property
+    def client(self) -> Any:
+        found = self._client()
+        if found is None:  # pragma: no cover - reached only through the live client
+            raise RuntimeError("the botocore client of this stand-in was freed")
+        return found
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = run_blocking(
@@ -157,17 +165,17 @@ class _ThreadedClient:
 
 def async_client(client: Any) -> Any:
     """The async stand-in for a botocore DynamoDB client (built once per client)."""
-    found = getattr(client, _ATTRIBUTE, None)
+    found = _async.get(client)
     if found is not None:
         return found
     with _lock:
-        found = getattr(client, _ATTRIBUTE, None)
+        found = _async.get(client)
         if found is None:
             reason = unsupported_reason(client)
             found = AsyncLeanClient(client) if reason is None else _ThreadedClient(client)
             if isinstance(found, AsyncLeanClient) and found.rate_limited():
                 found = _ThreadedClient(client)  # adaptive mode's waits stay off the loop
-            setattr(client, _ATTRIBUTE, found)
+            _async[client] = found
         return found
 
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from attrs import field, frozen
@@ -192,7 +193,7 @@ def lean_client(client: Any) -> LeanClient | None:
     """A :class:`LeanClient` for ``client``, or None when it cannot stand in for it."""
     if unsupported_reason(client) is not None:
         return None
-    return LeanClient(client)
+    return LeanClient(client, weak=True)
 
 
 @frozen
@@ -217,9 +218,13 @@ class LeanClient:
     (the client's ``verify``), connect and read timeouts and pool size as the client.
     """
 
-    def __init__(self, client: Any, operations: Iterable[str] = LEAN_OPERATIONS) -> None:
+    def __init__(
+        self, client: Any, operations: Iterable[str] = LEAN_OPERATIONS, *, weak: bool = False
+    ) -> None:
         meta = client.meta
-        self.client = client
+        # weak: the stand-in the library keeps for a user's client, in a table keyed weakly
+        # by that client, must not keep it alive (nothing is set on the client either)
+        self._client: Callable[[], Any] = weakref.ref(client) if weak else (lambda: client)
         self.meta = meta
         self.hooks = Hooks(meta.events)
         service = meta.service_model
@@ -245,6 +250,14 @@ class LeanClient:
             region=request_signer._region_name or meta.region_name,
             service=request_signer._signing_name or "dynamodb",
         )
+
+    @property
+    def client(self) -> Any:
+        """The botocore client this stands in for (alive whenever this is reached)."""
+        found = self._client()
+        if found is None:  # pragma: no cover - reached only through the live client
+            raise RuntimeError("the botocore client of this lean client was freed")
+        return found
 
     def _pool(self) -> Any:
         """The sockets: the client's endpoint, timeouts, TLS verification and pool size."""

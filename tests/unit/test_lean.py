@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 from pynamodb.connection.base import Connection, MetaTable
 from pynamodb.exceptions import GetError
 
-from shardmodel.lean import LeanConnection, table_connection, unsupported_reason
+from shardmodel.lean import LeanConnection, _stand_ins, table_connection, unsupported_reason
 from shardmodel.lean.aio_http import AsyncHttpPool
 from shardmodel.lean.client import Headers, LeanClient, lean_client
 from shardmodel.lean.http import RESENDABLE, HttpPool
@@ -355,7 +355,7 @@ def _connection(url: str, lean: bool, attempts: int = 3, read_timeout: float = 5
 def _close(connection: Any) -> None:
     """Close the sockets a connection opened (a test leaves none behind)."""
     origin = connection._origin if isinstance(connection, LeanConnection) else connection
-    lean = getattr(origin._client, "_shardmodel_lean_client", None)
+    lean = _stand_ins.get(origin._client)
     if isinstance(lean, LeanClient):
         lean.pool.close()
     origin._client.close()
@@ -1114,3 +1114,33 @@ def test_a_botocore_without_a_name_the_lean_path_uses_makes_it_step_aside(
     del client._request_signer._signing_name  # a client instance missing a name
     with pytest.warns(private.LeanFallbackWarning, match="_request_signer._signing_name"):
         assert "lacks client._request_signer._signing_name" in str(unsupported_reason(client))
+
+
+def test_nothing_is_set_on_the_user_s_client_and_it_is_freed_as_without_us() -> None:
+    """The lean and async stand-ins live in tables keyed weakly by the botocore client and
+    hold it weakly: no attribute appears on the client, and dropping it frees it."""
+    import gc
+    import weakref
+
+    from shardmodel.lean import _lean_for
+    from shardmodel.lean.aio import async_client
+
+    client = botocore.session.get_session().create_client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )
+    before = set(vars(client))
+    lean = _lean_for(client)
+    assert isinstance(lean, LeanClient) and lean.client is client
+    assert _lean_for(client) is lean  # built once
+    standing = async_client(client)
+    assert async_client(client) is standing and standing.client is client
+    assert set(vars(client)) == before
+    lean.pool.close()
+    freed = weakref.ref(client)
+    del client, lean, standing
+    gc.collect()
+    assert freed() is None
