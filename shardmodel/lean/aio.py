@@ -29,7 +29,7 @@ from pynamodb.connection.base import Connection
 
 from shardmodel.core.bridge import await_, run_blocking
 from shardmodel.lean.aio_http import AsyncHttpPool
-from shardmodel.lean.client import LeanClient, unsupported_reason
+from shardmodel.lean.client import LeanClient, StandIn, unsupported_reason
 from shardmodel.lean.http import endpoint
 
 __all__ = [
@@ -139,19 +139,11 @@ class AsyncLeanClient(LeanClient):
         await_(asyncio.sleep(0))
 
 
-class _ThreadedClient:
+class _ThreadedClient(StandIn):
     """A botocore client the lean path cannot stand in for: its calls on a thread."""
 
     def __init__(self, client: Any) -> None:
-        self._client = weakref.ref(client)  # see LeanClient: kept in a weak-keyed table
-        self.meta = client.meta
-
-    @property
-    def client(self) -> Any:
-        found = self._client()
-        if found is None:  # pragma: no cover - reached only through the live client
-            raise RuntimeError("the botocore client of this stand-in was freed")
-        return found
+        super().__init__(client, weak=True)  # kept in a table keyed weakly by the client
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = run_blocking(

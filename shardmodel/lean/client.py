@@ -56,7 +56,7 @@ from shardmodel.lean.http import RESENDABLE, HttpPool
 from shardmodel.lean.private import missing_on
 from shardmodel.lean.sigv4 import Signer
 
-__all__ = ["LEAN_OPERATIONS", "LeanClient", "lean_client", "unsupported_reason"]
+__all__ = ["LEAN_OPERATIONS", "LeanClient", "StandIn", "lean_client", "unsupported_reason"]
 
 #: Operations sent on the lean path; every other goes to the botocore client.
 LEAN_OPERATIONS = frozenset({"Query", "BatchGetItem"})
@@ -210,7 +210,25 @@ class _Operation:
         object.__setattr__(self, "events", EventNames.of(self.suffix))
 
 
-class LeanClient:
+class StandIn:
+    """What stands in for a botocore client keeps it: strongly, or weakly when the library
+    keeps the stand-in in a table keyed weakly by that client (nothing set on the client,
+    and a dropped client is freed as it would be without shardmodel)."""
+
+    def __init__(self, client: Any, *, weak: bool = False) -> None:
+        self._client: Callable[[], Any] = weakref.ref(client) if weak else (lambda: client)
+        self.meta = client.meta
+
+    @property
+    def client(self) -> Any:
+        """The botocore client this stands in for (alive whenever this is reached)."""
+        found = self._client()
+        if found is None:  # pragma: no cover - reached only through the live client
+            raise RuntimeError("the botocore client of this stand-in was freed")
+        return found
+
+
+class LeanClient(StandIn):
     """Sends Query and BatchGetItem for a botocore DynamoDB client, anything else through it.
 
     Same endpoint, region, credentials (asked of the client's credential provider per
@@ -221,11 +239,8 @@ class LeanClient:
     def __init__(
         self, client: Any, operations: Iterable[str] = LEAN_OPERATIONS, *, weak: bool = False
     ) -> None:
+        super().__init__(client, weak=weak)
         meta = client.meta
-        # weak: the stand-in the library keeps for a user's client, in a table keyed weakly
-        # by that client, must not keep it alive (nothing is set on the client either)
-        self._client: Callable[[], Any] = weakref.ref(client) if weak else (lambda: client)
-        self.meta = meta
         self.hooks = Hooks(meta.events)
         service = meta.service_model
         self._service_id = service.service_id.hyphenize()
@@ -250,14 +265,6 @@ class LeanClient:
             region=request_signer._region_name or meta.region_name,
             service=request_signer._signing_name or "dynamodb",
         )
-
-    @property
-    def client(self) -> Any:
-        """The botocore client this stands in for (alive whenever this is reached)."""
-        found = self._client()
-        if found is None:  # pragma: no cover - reached only through the live client
-            raise RuntimeError("the botocore client of this lean client was freed")
-        return found
 
     def _pool(self) -> Any:
         """The sockets: the client's endpoint, timeouts, TLS verification and pool size."""
