@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from attrs import frozen
 
 from shardmodel.errors import UnsupportedOperationError
-from shardmodel.keyspace.phases import COPY_MARKER, DELETED, MARKERS, state_of
+from shardmodel.keyspace.phases import COPY_MARKER, DELETED, state_of, unmarked
 
 __all__ = ["Change", "ChangeKind", "changes"]
 
@@ -100,7 +100,7 @@ def _held(raw: _RawItem | None) -> _RawItem | None:
     state = state_of(raw)
     if state is not None and not state.startswith("moving:"):
         return None
-    return {k: v for k, v in raw.items() if k not in MARKERS}
+    return unmarked(raw)
 
 
 def _bookkeeping(

@@ -22,14 +22,13 @@ from shardmodel.errors import CursorError, UnsupportedOperationError
 from shardmodel.expressions.conditions import check_flag, check_paging
 from shardmodel.expressions.filters import matches
 from shardmodel.keyspace.phases import (
-    COPY_MARKER,
     DELETED,
     FENCED,
-    MOVE_MARKER,
     ActiveMigration,
     Phase,
     is_tombstone,
     state_of,
+    unmarked,
 )
 
 __all__ = ["scan"]
@@ -144,7 +143,7 @@ def _holders(
     hide an item nor show it twice. After it (phase done) every live row is returned.
     """
     if not migration.rules.scan_old:
-        return [None if state_of(row) is not None else _unmarked(row) for row in rows]
+        return [None if state_of(row) is not None else unmarked(row) for row in rows]
     attr = sharded(model)
     hash_name = attr.attr_name
     range_attr = model._range_key_attribute()
@@ -182,7 +181,7 @@ def _holders(
             continue
         if physical not in olds:
             continue  # a new key only: its old key's row returns the item
-        decided[number] = _unmarked(row)
+        decided[number] = unmarked(row)
         if shrink and physical == new_key:
             others = [k for k in olds if k != physical]
             if others:
@@ -198,10 +197,10 @@ def _holders(
                 rest = copies if born is None else copies[1:]
                 alone = all(state_of(c) == FENCED for c in rest)
                 if born is not None and not is_tombstone(born) and alone:
-                    decided[number] = _unmarked(born)
+                    decided[number] = unmarked(born)
             elif number in follow:
                 decided[number] = next(
-                    (_unmarked(c) for c in copies if state_of(c) is None or not is_tombstone(c)),
+                    (unmarked(c) for c in copies if state_of(c) is None or not is_tombstone(c)),
                     None,
                 )
             elif any(state_of(c) != FENCED for c in copies):
@@ -235,9 +234,3 @@ def _consistent(
         (raw[hash_name]["S"], str(raw.get(range_name)) if range_name else None): raw
         for raw in found
     }
-
-
-def _unmarked(raw: _RawItem) -> _RawItem:
-    if MOVE_MARKER not in raw and COPY_MARKER not in raw:
-        return raw
-    return {k: v for k, v in raw.items() if k not in (MOVE_MARKER, COPY_MARKER)}

@@ -28,14 +28,13 @@ from shardmodel.errors import UnknownShardError
 from shardmodel.keyspace.dynamic import DynamicShards
 from shardmodel.keyspace.keys import KeyLayout, PhysicalKey
 from shardmodel.keyspace.phases import (
-    COPY_MARKER,
     FENCED,
-    MOVE_MARKER,
     MOVED,
     ActiveMigration,
     authority,
     is_tombstone,
     state_of,
+    unmarked,
 )
 from shardmodel.keyspace.strategies import KeyValues, Segment, ShardCount, TimeBounds
 from shardmodel.request_bound import check_fan_out
@@ -211,7 +210,7 @@ class Placement:
                 if moved is not None:
                     target = migration.new_key(key_of(moved), self._physical_of(moved))
                     found = authority([], lookup(target, moved))
-            return None if found is None else _unmarked(found)
+            return None if found is None else unmarked(found)
         if len(copies) == 1:
             return copies[0]
         return max(copies, key=self._dynamic_shard)
@@ -279,10 +278,3 @@ class Placement:
     def fenced(self) -> bool:
         """True when old-key writes carry the condition that the old copy is not fenced."""
         return self.migration is not None and self.migration.rules.fenced
-
-
-def _unmarked(raw: _RawItem) -> _RawItem:
-    """A copy as reads show it: without the move's bookkeeping attributes."""
-    if MOVE_MARKER not in raw and COPY_MARKER not in raw:
-        return raw
-    return {k: v for k, v in raw.items() if k not in (MOVE_MARKER, COPY_MARKER)}

@@ -68,6 +68,7 @@ __all__ = [
     "resized_layout",
     "shard_count",
     "state_of",
+    "unmarked",
 ]
 
 Side = Literal["old", "new"]
@@ -332,6 +333,13 @@ RULES: dict[Phase, PhaseRules] = {
     Phase.DRAIN: PhaseRules("new", True, True, True, _NEW, False),
     Phase.DONE: PhaseRules("new", True, False, False, _NEW, False, "sweep"),
 }
+
+
+def unmarked(raw: _Raw) -> _Raw:
+    """A row as reads show it: without a move's bookkeeping attributes (:data:`MARKERS`)."""
+    if MOVE_MARKER not in raw and COPY_MARKER not in raw:
+        return raw
+    return {k: v for k, v in raw.items() if k not in MARKERS}  # type: ignore[return-value]
 
 
 def state_of(raw: Mapping[str, Any] | None) -> str | None:
