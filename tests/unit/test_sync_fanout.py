@@ -159,10 +159,12 @@ def test_a_thread_that_ends_mid_query_leaves_no_request_pending() -> None:
 
     load(80)
     kept: list[Any] = []
+    held: list[bytes] = []
 
     @nonblocking
     def slow_next_pages(request: Any, **_: Any) -> None:
         if b"ExclusiveStartKey" in request.body:  # every shard's second page
+            held.append(request.body)
             await_(asyncio.sleep(60))
 
     def reader() -> None:
@@ -182,7 +184,8 @@ def test_a_thread_that_ends_mid_query_leaves_no_request_pending() -> None:
     finally:
         events.unregister("before-send.dynamodb.Query", slow_next_pages)
     loop, _, tasks = kept
-    assert len(tasks) == 10 and loop.is_closed()
+    # random placement can leave a shard with one page only: it asks no second page
+    assert len(tasks) == len(held) >= 5 and loop.is_closed()
     assert all(task.done() for task in tasks)
 
 
