@@ -18,6 +18,7 @@ from pynamodb.models import Model
 
 from shardmodel import ShardedModel
 from shardmodel.engine import sharding_of
+from shardmodel.engine.cursor import _listed
 from shardmodel.testing import create_tables, drop_tables
 
 
@@ -31,13 +32,21 @@ def token_of(payload: bytes, secret: bytes | str | None = None) -> str:
     return f"{body}.{hmac.new(key, payload, hashlib.sha256).hexdigest()[:32]}"
 
 
-def cursor_payload(token: str) -> Any:
-    """A cursor string's payload: its JSON body (inflated when compressed), unchecked."""
+def cursor_payload(token: str, listed: bool = True) -> Any:
+    """A cursor string's payload: its JSON body (inflated when compressed), unchecked.
+
+    ``listed``: in the form of version 2, which lists every shard's position and which
+    this release still reads, so a test edits one shard and signs it again; otherwise
+    the payload as sent.
+    """
     body = token.split(".")[0]
     packed = body.startswith("z")
     text = body[1:] if packed else body
     data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    return json.loads(zlib.decompress(data) if packed else data)
+    payload = json.loads(zlib.decompress(data) if packed else data)
+    if listed and payload.get("version") == 3:
+        return dict(_listed(payload), version=2)
+    return payload
 
 
 def signed_cursor(payload: Any, secret: bytes | str | None = None) -> str:

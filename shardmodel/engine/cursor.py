@@ -4,12 +4,16 @@ A cursor records, for every shard the query reads, where to start again: the key
 the last item the caller received from that shard, or that the shard is finished.
 Resuming re-reads nothing the caller saw and skips nothing it did not.
 
-The string is ``<base64url JSON>.<checksum>``, or past 1 KB of JSON
-``z<base64url zlib JSON>.<checksum>`` (a cursor of many shards repeats its key names in
-every shard's position: a 20-shard read's 4.3 KB become 0.7 KB). The checksum is a
-SHA-256 of the JSON payload, or an HMAC when the model's ``Meta.cursor_secret`` is set,
-so a tampered or truncated cursor is refused; without a secret a determined client could
-forge one (it would only read its own key's items, which the query allows anyway).
+The string is ``<base64url JSON>.<checksum>``, or past 512 bytes of JSON
+``z<base64url zlib JSON>.<checksum>``. The JSON (version 3) holds what resuming needs
+and no more: the shards' keys as their common prefix and runs of numbers (``[0, 255]``
+for 256 shards), the finished ones as runs of their places, and a start key only for
+the shards the caller received items from; so a page of a 256-shard read is about as
+long as one of a 16-shard read. The checksum is a SHA-256 of the JSON payload, or an
+HMAC when the model's ``Meta.cursor_secret`` is set, so a tampered or truncated cursor
+is refused; without a secret a determined client could forge one (it would only read
+its own key's items, which the query allows anyway). Version 2 cursors (a list of every
+shard's position) are still read.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import binascii
 import hashlib
 import hmac
 import json
+import os
+import re
 import zlib
 from datetime import datetime
 from decimal import Decimal
@@ -41,8 +47,11 @@ __all__ = [
     "start_problem",
 ]
 
-#: Version 2 records the query's conditions (version 1 did not: it is refused).
-CURSOR_VERSION = 2
+#: Version 3 holds the shards compactly; version 2 (every shard's position listed) is still
+#: read; version 1 did not record the query's conditions: it is refused.
+CURSOR_VERSION = 3
+#: The earlier format this release still reads: cursors handed out before an upgrade.
+_LISTED_VERSION = 2
 
 #: A DynamoDB key as botocore returns it: {"name": {"S" | "N" | "B": value}}.
 RawKey = dict[str, dict[str, Any]]
@@ -118,6 +127,8 @@ def _sign(payload: bytes, secret: bytes | None) -> str:
 def encode_cursor(cursor: Cursor, secret: bytes | None = None) -> str:
     """Serialize a cursor to its opaque string form."""
     data = _converter.unstructure(cursor)
+    if cursor.version == CURSOR_VERSION:
+        data = _compact(data)
     payload = json.dumps(data, sort_keys=True, separators=(",", ":")).encode("utf-8")
     packed = zlib.compress(payload, 9) if len(payload) > _PLAIN_BYTES else payload
     if len(packed) < len(payload):
@@ -128,7 +139,7 @@ def encode_cursor(cursor: Cursor, secret: bytes | None = None) -> str:
 
 
 #: Payloads up to this size stay plain JSON (a few shards: readable when debugging).
-_PLAIN_BYTES = 1024
+_PLAIN_BYTES = 512
 #: The first character of a compressed cursor's body (a JSON body's is always ``e``).
 _COMPRESSED = "z"
 #: The most a compressed cursor may inflate to: far above any real cursor (a 1,000-shard
@@ -176,15 +187,21 @@ def decode_cursor(token: Any, secret: bytes | None = None) -> Cursor:
     if version == 1 and type(version) is int:
         raise CursorError(
             "last_evaluated_key has cursor version 1, made by an earlier shardmodel, which "
-            f"did not record the query's conditions; this shardmodel reads version "
-            f"{CURSOR_VERSION}; start the query over (its first page gives a new cursor)"
+            f"did not record the query's conditions; this shardmodel reads versions "
+            f"{_LISTED_VERSION} and {CURSOR_VERSION}; start the query over (its first page "
+            "gives a new cursor)"
         )
-    if version != CURSOR_VERSION and not isinstance(version, bool):  # a bool: malformed
+    if version not in (CURSOR_VERSION, _LISTED_VERSION) or isinstance(version, bool):
         raise CursorError(
-            f"last_evaluated_key has cursor version {version!r}, this "
-            f"shardmodel reads version {CURSOR_VERSION}; {fix}"
+            f"last_evaluated_key has cursor version {version!r}, this shardmodel reads "
+            f"versions {_LISTED_VERSION} and {CURSOR_VERSION}; {fix}"
         )
-    problem = _payload_problem(data)
+    if version == CURSOR_VERSION:
+        problem = _compact_problem(data)
+        if problem is None:
+            data = _listed(data)
+    else:
+        problem = _payload_problem(data)
     if problem is not None:
         raise CursorError(f"last_evaluated_key is malformed ({problem}); {fix}")
     try:
@@ -235,6 +252,144 @@ def _payload_problem(data: dict[str, Any]) -> str | None:
         if start is not None and (wrong := _key_problem(start)) is not None:
             return f"start of shard {key!r}: {wrong}"
     return None
+
+
+#: The shards a version 3 cursor may name once its runs are expanded: far above any read
+#: (a query reads at most a few thousand shards), so a crafted ``[0, 10**12]`` is refused.
+_MAX_CURSOR_SHARDS = 100_000
+_COUNTED = re.compile(r"0|[1-9][0-9]{0,17}")
+_COMPACT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    **{name: kind for name, kind in _FIELDS.items() if name != "shards"},
+    "prefix": str,
+    "keys": list,
+    "done": list,
+    "starts": list,
+}
+
+
+def _runs(numbers: list[int]) -> list[list[int]]:
+    """Ascending places as ``[first, last]`` runs: [0, 1, 2, 5] -> [[0, 2], [5, 5]]."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and runs[-1][1] + 1 == number:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return runs
+
+
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """A listed (version 2 shaped) payload in version 3's form: the shard keys as their
+    common prefix and, after it, text or ``[first, last]`` runs of counted numbers; the
+    finished shards as runs of their places; a start key only where there is one."""
+    shards = data.pop("shards")
+    keys = [shard["key"] for shard in shards]
+    prefix = os.path.commonprefix(keys)  # noqa: RUF071 (text, not paths)
+    items: list[Any] = []
+    for key in keys:
+        rest = key[len(prefix) :]
+        last = items[-1] if items else None
+        if _COUNTED.fullmatch(rest) is None:
+            items.append(rest)
+        elif isinstance(last, list) and last[1] + 1 == int(rest):
+            last[1] = int(rest)
+        else:
+            items.append([int(rest), int(rest)])
+    items = [
+        str(item[0]) if isinstance(item, list) and item[0] == item[1] else item for item in items
+    ]
+    data.update(
+        prefix=prefix,
+        keys=items,
+        done=_runs([place for place, shard in enumerate(shards) if shard["done"]]),
+        starts=[
+            [place, shard["start"]]
+            for place, shard in enumerate(shards)
+            if shard["start"] is not None
+        ],
+    )
+    return data
+
+
+def _run_problem(run: Any, name: str) -> str | None:
+    """What is wrong with a ``[first, last]`` run (None: nothing)."""
+    if (
+        not isinstance(run, list)
+        or len(run) != 2
+        or any(type(end) is not int for end in run)
+        or not 0 <= run[0] <= run[1]
+    ):
+        return f"{name} run {run!r}"
+    return None
+
+
+def _compact_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a version 3 payload, checked field by field (None: nothing)."""
+    if set(data) != set(_COMPACT_FIELDS):
+        return f"fields {sorted(data)}, expected {sorted(_COMPACT_FIELDS)}"
+    for name, kind in _COMPACT_FIELDS.items():
+        value = data[name]
+        if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+            return f"{name} is {value!r}"
+    count = 0
+    for item in data["keys"]:
+        if isinstance(item, str):
+            count += 1
+            continue
+        if (problem := _run_problem(item, "keys")) is not None:
+            return problem
+        count += item[1] - item[0] + 1
+        if count > _MAX_CURSOR_SHARDS:
+            return f"more than {_MAX_CURSOR_SHARDS} shards"
+    if count == 0:
+        return "no shards"
+    seen: set[str] = set()
+    for key in _keys_of(data):
+        if not key or key in seen:
+            return f"shard key {key!r}"
+        seen.add(key)
+    after = -1
+    for run in data["done"]:
+        if (problem := _run_problem(run, "done")) is not None:
+            return problem
+        if run[0] <= after or run[1] >= count:
+            return f"done run {run!r}"
+        after = run[1]
+    after = -1
+    for entry in data["starts"]:
+        if not isinstance(entry, list) or len(entry) != 2 or type(entry[0]) is not int:
+            return f"starts entry {entry!r}"
+        place, start = entry
+        if not after < place < count:
+            return f"starts entry {entry!r}"
+        after = place
+        if (wrong := _key_problem(start)) is not None:
+            return f"start of shard {place}: {wrong}"
+    return None
+
+
+def _keys_of(data: dict[str, Any]) -> list[str]:
+    """The shard keys a checked version 3 payload names, in order."""
+    keys: list[str] = []
+    for item in data["keys"]:
+        if isinstance(item, str):
+            keys.append(data["prefix"] + item)
+        else:
+            keys.extend(f"{data['prefix']}{n}" for n in range(item[0], item[1] + 1))
+    return keys
+
+
+def _listed(data: dict[str, Any]) -> dict[str, Any]:
+    """A checked version 3 payload with every shard's position listed, as a Cursor holds it."""
+    keys = _keys_of(data)
+    done = {place for first, last in data["done"] for place in range(first, last + 1)}
+    starts = {place: start for place, start in data["starts"]}
+    listed = {name: data[name] for name in _FIELDS if name != "shards"}
+    listed["shards"] = [
+        {"key": key, "start": starts.get(place), "done": place in done}
+        for place, key in enumerate(keys)
+    ]
+    return listed
 
 
 def _key_problem(start: Any) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import cattrs
 import pytest
+from attrs import evolve
 
 from shardmodel import CursorError
 from shardmodel.engine.cursor import (
@@ -17,6 +18,8 @@ from shardmodel.engine.cursor import (
     ShardPosition,
     decode_cursor,
     encode_cursor,
+    _compact,
+    _runs,
     position,
     raw_key,
 )
@@ -62,10 +65,10 @@ def refusal(token: Any, secret: bytes | None = None) -> str:
     return str(caught.value)
 
 
-def test_version_two_is_the_format_this_release_reads() -> None:
-    """Cursors carry version 2 (the query's conditions recorded); a change of format
-    changes this number."""
-    assert CURSOR_VERSION == 2
+def test_version_three_is_the_format_this_release_writes() -> None:
+    """Cursors carry version 3 (shards held compactly); a change of format changes this
+    number."""
+    assert CURSOR_VERSION == 3
 
 
 def test_a_version_one_cursor_is_refused_as_from_an_earlier_release() -> None:
@@ -74,19 +77,27 @@ def test_a_version_one_cursor_is_refused_as_from_an_earlier_release() -> None:
     del data["conditions"]
     assert refusal(forged(data)) == (
         "last_evaluated_key has cursor version 1, made by an earlier shardmodel, which did "
-        "not record the query's conditions; this shardmodel reads version 2; start the query "
-        "over (its first page gives a new cursor)"
+        "not record the query's conditions; this shardmodel reads versions 2 and 3; start the "
+        "query over (its first page gives a new cursor)"
     )
 
 
 def test_the_string_is_base64url_json_then_a_sha256_checksum() -> None:
-    """``<base64url of compact, key-sorted JSON, unpadded>.<first 32 hex of its SHA-256>``."""
-    start = {"pk": {"S": "tenant-1#0"}, "ts": {"N": "17"}}
-    token = encode_cursor(cursor(position("tenant-1#0", start, False)))
+    """``<base64url of compact, key-sorted JSON, unpadded>.<first 32 hex of its SHA-256>``:
+    the shard keys' common prefix, then what follows it; finished shards as runs of their
+    places; a start key by place, only where there is one."""
+    start = {"pk": {"S": "tenant-1#1"}, "ts": {"N": "17"}}
+    token = encode_cursor(
+        cursor(
+            position("tenant-1#0", None, True),
+            position("tenant-1#1", start, False),
+            position("tenant-1#2", None, False),
+        )
+    )
     expected = (
-        b'{"conditions":"c0ffee","forward":true,"index":null,"logical_key":"tenant-1",'
-        b'"model":"Orders","shards":[{"done":false,"key":"tenant-1#0","start":{"pk":{"S":'
-        b'"tenant-1#0"},"ts":{"N":"17"}}}],"version":2}'
+        b'{"conditions":"c0ffee","done":[[0,0]],"forward":true,"index":null,"keys":[[0,2]],'
+        b'"logical_key":"tenant-1","model":"Orders","prefix":"tenant-1#","starts":[[1,{"pk":'
+        b'{"S":"tenant-1#1"},"ts":{"N":"17"}}]],"version":3}'
     )
     assert token == token_of(expected)
     assert "=" not in token
@@ -170,11 +181,12 @@ def test_a_signed_payload_that_is_not_json_or_not_an_object_is_malformed() -> No
     assert refusal(forged([1, 2])) == f"last_evaluated_key is malformed (not an object); {FIX}"
 
 
-@pytest.mark.parametrize("version", [3, 0, "2", None])
+@pytest.mark.parametrize("version", [4, 0, "2", None, True])
 def test_another_version_is_named_in_the_refusal(version: Any) -> None:
     """A cursor of another format version says which it has and which this release reads."""
     assert refusal(forged(payload(version=version))) == (
-        f"last_evaluated_key has cursor version {version!r}, this shardmodel reads version 2; {FIX}"
+        f"last_evaluated_key has cursor version {version!r}, this shardmodel reads versions 2 "
+        f"and 3; {FIX}"
     )
 
 
@@ -208,7 +220,6 @@ def test_fields_must_be_exactly_the_cursor_fields() -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("version", True),
         ("model", 5),
         ("model", None),
         ("index", 3),
@@ -323,16 +334,16 @@ def _wide(shards: int) -> Cursor:
     )
 
 
-def test_a_cursor_past_a_kilobyte_is_compressed_and_reads_back() -> None:
-    """20 shards: zlib'd JSON behind a ``z``, under a quarter of the plain size; the
-    checksum is the plain JSON's, so a secret and tampering work as before."""
+def test_a_cursor_past_512_bytes_is_compressed_and_reads_back() -> None:
+    """20 shards: zlib'd JSON behind a ``z``, under half the plain size; the checksum is
+    the plain JSON's, so a secret and tampering work as before."""
     wide = _wide(20)
     token = encode_cursor(wide)
     payload = json.dumps(
-        cattrs.Converter().unstructure(wide), sort_keys=True, separators=(",", ":")
+        _compact(cattrs.Converter().unstructure(wide)), sort_keys=True, separators=(",", ":")
     ).encode("utf-8")
-    assert len(payload) > 1024 and token.startswith("z")
-    assert len(token) < len(token_of(payload)) / 4
+    assert len(payload) > 512 and token.startswith("z")
+    assert len(token) < len(token_of(payload)) / 2
     assert decode_cursor(token) == wide
     assert token.split(".")[1] == token_of(payload).split(".")[1]
     signed = encode_cursor(wide, b"s3cret")
@@ -348,3 +359,180 @@ def test_a_compressed_cursor_that_inflates_past_the_bound_is_refused_unread() ->
     bomb = zlib.compress(b"0" * 10_000_000, 9)
     body = "z" + base64.urlsafe_b64encode(bomb).decode("ascii").rstrip("=")
     assert refusal(f"{body}.{'0' * 32}") == f"last_evaluated_key is damaged (bad encoding); {FIX}"
+
+
+def compact(**changes: Any) -> dict[str, Any]:
+    """A well-formed version 3 payload (shards k#0..k#3, k#1 finished, k#2 started) with
+    some fields changed."""
+    data: dict[str, Any] = {
+        "version": 3,
+        "model": "Orders",
+        "index": None,
+        "logical_key": "tenant-1",
+        "forward": True,
+        "conditions": "c0ffee",
+        "prefix": "k#",
+        "keys": [[0, 3]],
+        "done": [[1, 1]],
+        "starts": [[2, {"pk": {"S": "k#2"}}]],
+    }
+    data.update(changes)
+    return data
+
+
+def test_a_version_three_payload_lists_every_shard_once_decoded() -> None:
+    """Runs and text after the prefix, in order; places not finished or started resume
+    from the beginning."""
+    back = decode_cursor(forged(compact(keys=["x", [8, 10], "", "07"], done=[[0, 1], [4, 4]])))
+    assert back.shards == (
+        ShardPosition("k#x", None, True),
+        ShardPosition("k#8", None, True),
+        ShardPosition("k#9", {"pk": {"S": "k#2"}}, False),
+        ShardPosition("k#10", None, False),
+        ShardPosition("k#", None, True),
+        ShardPosition("k#07", None, False),
+    )
+
+
+def test_runs_join_consecutive_places_only() -> None:
+    assert _runs([0, 1, 2, 5, 7, 8]) == [[0, 2], [5, 5], [7, 8]]
+    assert _runs([]) == []
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [f"t#{n}" for n in range(256)],
+        ["t#1", "t#10", "t#11", "t#12", "t#2"],
+        ["a#3", "a#2", "a#1"],
+        ["only"],
+        ["s#2026-11-29T05#0", "s#2026-11-29T05#1", "s#2026-11-29T06#0", "s#00", "s#01"],
+        ["9", "10", "11", "x"],
+    ],
+)
+def test_every_key_list_survives_the_round_trip(keys: list[str]) -> None:
+    """Counted suffixes, ones with leading zeros, descending, no common prefix, one shard."""
+    original = cursor(
+        *(
+            position(key, {"pk": {"S": key}} if place % 3 == 1 else None, place % 2 == 0)
+            for place, key in enumerate(keys)
+        )
+    )
+    assert decode_cursor(encode_cursor(original)) == original
+
+
+def test_the_cursor_does_not_grow_with_shards_not_yet_read() -> None:
+    """A page of ten items starts ten shards: 256 shards cost what 16 do, and far less
+    than version 2's list of every shard (the sizes in docs/querying.rst)."""
+
+    def page(shards: int) -> Cursor:
+        return cursor(
+            *(
+                position(
+                    f"tenant-1#{n}",
+                    {"pk": {"S": f"tenant-1#{n}"}, "ts": {"S": f"2026-11-29T05:00:{n:02d}Z"}}
+                    if n < 10
+                    else None,
+                    False,
+                )
+                for n in range(shards)
+            )
+        )
+
+    sizes = {shards: len(encode_cursor(page(shards))) for shards in (16, 64, 256)}
+    assert sizes[256] <= sizes[16] + 40, sizes
+    listed = cattrs.Converter().unstructure(evolve(page(256), version=2))
+    assert len(encode_cursor(evolve(page(256), version=2))) > 3 * sizes[256]
+    assert len(json.dumps(listed)) > 10 * sizes[256]
+
+
+def test_a_version_two_cursor_of_an_earlier_release_still_reads() -> None:
+    """A cursor handed out before an upgrade resumes: version 2 decodes to the same shards."""
+    shards = [
+        {"key": "k#0", "start": None, "done": True},
+        {"key": "k#1", "start": {"pk": {"S": "k#1"}}, "done": False},
+    ]
+    back = decode_cursor(forged(payload(shards=shards)))
+    assert back.version == 2
+    assert back.shards == (
+        ShardPosition("k#0", None, True),
+        ShardPosition("k#1", {"pk": {"S": "k#1"}}, False),
+    )
+
+
+def test_version_three_fields_must_be_exactly_its_fields() -> None:
+    expected = (
+        "['conditions', 'done', 'forward', 'index', 'keys', 'logical_key', 'model', "
+        "'prefix', 'starts', 'version']"
+    )
+    assert refusal(forged(compact(shards=[]))) == malformed(
+        "fields ['conditions', 'done', 'forward', 'index', 'keys', 'logical_key', 'model', "
+        f"'prefix', 'shards', 'starts', 'version'], expected {expected}"
+    )
+    data = compact()
+    del data["starts"]
+    assert "expected" in refusal(forged(data))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("model", 5),
+        ("index", False),
+        ("forward", 1),
+        ("conditions", None),
+        ("prefix", None),
+        ("prefix", 1),
+        ("keys", "0-3"),
+        ("done", {}),
+        ("starts", None),
+    ],
+)
+def test_each_version_three_field_has_its_type_strictly(field: str, value: Any) -> None:
+    assert refusal(forged(compact(**{field: value}))) == malformed(f"{field} is {value!r}")
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"keys": [[0]]}, "keys run [0]"),
+        ({"keys": [[0, 1, 2]]}, "keys run [0, 1, 2]"),
+        ({"keys": [[3, 2]]}, "keys run [3, 2]"),
+        ({"keys": [[-1, 2]]}, "keys run [-1, 2]"),
+        ({"keys": [[0, True]]}, "keys run [0, True]"),
+        ({"keys": [[0, "3"]]}, "keys run [0, '3']"),
+        ({"keys": [[0, 1.5]]}, "keys run [0, 1.5]"),
+        ({"keys": [None]}, "keys run None"),
+        ({"keys": [], "done": [], "starts": []}, "no shards"),
+        ({"keys": [[0, 9], [0, 0]]}, "shard key 'k#0'"),
+        ({"keys": [[0, 99_999], [100_000, 100_000]]}, "more than 100000 shards"),
+        ({"keys": ["1", [0, 1]]}, "shard key 'k#1'"),
+        ({"prefix": "", "keys": ["", "a"], "done": [], "starts": []}, "shard key ''"),
+        ({"done": [[0, 4]]}, "done run [0, 4]"),
+        ({"done": [[2, 3], [1, 1]]}, "done run [1, 1]"),
+        ({"done": [[0, 1], [1, 2]]}, "done run [1, 2]"),
+        ({"done": [[1]]}, "done run [1]"),
+        ({"done": [[False, 1]]}, "done run [False, 1]"),
+        ({"starts": [[4, {"pk": {"S": "k#4"}}]]}, "starts entry [4, {'pk': {'S': 'k#4'}}]"),
+        ({"starts": [[-1, {"pk": {"S": "k#0"}}]]}, "starts entry [-1, {'pk': {'S': 'k#0'}}]"),
+        ({"starts": [[1, {"pk": {"S": "a"}}], [1, {"pk": {"S": "b"}}]]}, "starts entry [1, "),
+        ({"starts": [[2, {"pk": {"S": "a"}}], [0, {"pk": {"S": "b"}}]]}, "starts entry [0, "),
+        ({"starts": [[True, {"pk": {"S": "a"}}]]}, "starts entry [True, "),
+        ({"starts": [[0]]}, "starts entry [0]"),
+        ({"starts": ["k#0"]}, "starts entry 'k#0'"),
+        ({"starts": [[0, None]]}, "start of shard 0: None is not a key"),
+        ({"starts": [[3, {"ts": {"N": "five"}}]]}, "start of shard 3: attribute 'ts' is not a"),
+    ],
+)
+def test_version_three_runs_and_places_are_checked(changes: dict[str, Any], problem: str) -> None:
+    """Runs are ``[first, last]`` integers in order, places within the shards, each key
+    once and not empty, at most 100,000 shards once expanded (a crafted run is refused
+    before it is expanded)."""
+    assert refusal(forged(compact(**changes))).startswith(
+        f"last_evaluated_key is malformed ({problem}"
+    )
+
+
+def test_the_largest_run_a_cursor_may_hold_is_read() -> None:
+    back = decode_cursor(forged(compact(keys=[[0, 99_999]], done=[[5, 99_999]])))
+    assert len(back.shards) == 100_000 and back.shards[-1] == ShardPosition("k#99999", None, True)
