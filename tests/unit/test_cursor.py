@@ -16,10 +16,10 @@ from shardmodel.engine.cursor import (
     CURSOR_VERSION,
     Cursor,
     ShardPosition,
-    decode_cursor,
-    encode_cursor,
     _compact,
     _runs,
+    decode_cursor,
+    encode_cursor,
     position,
     raw_key,
 )
