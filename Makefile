@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install demo test stress unit integration property lint docs doctest examples bench deep exhaustive mutants clean
+.PHONY: install demo test stress unit integration property lint docs doctest examples bench deep exhaustive mutants screenshots clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -123,6 +123,14 @@ mutants: $(STAMP) $(MUTATION_STAMP)
 	rm -rf mutants
 	SHARDMODEL_NO_DOCS_BUILD=1 PYTEST_TIMEOUT=$(MUTANT_TEST_TIMEOUT) $(VENV)/bin/mutmut run --max-children $(MUTANT_CHILDREN)
 	$(PY) -m tests.mutation_report --fail-under 90
+
+# The main docs pages in headless Chromium at a 1280 px window: layout checks, and
+# screenshots in docs/_build/screenshots. Installs Debian's chromium when it is missing
+# (as root, or with sudo); make test runs the same checks where Chromium is installed.
+screenshots: docs
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && \
+		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -q chromium; }
+	$(PY) -m pytest -q -p no:randomly tests/unit/test_docs_screens.py
 
 clean:
 	rm -rf $(VENV) node_modules mutants docs/_build docs/_generated .mypy_cache .ruff_cache .pytest_cache .hypothesis

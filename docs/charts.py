@@ -38,6 +38,33 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: The docs' content column at a 1280 px window (px), and the body text's size (px): a
+#: figure is shown at the column's width, so one drawn ``WIDTH_IN`` inches wide needs
+#: text of ``TEXT_PT`` points or more to read at least as large as the text around it.
+COLUMN_PX = 736
+BODY_PX = 16
+WIDTH_IN = 7.2
+TEXT_PT = 11.5
+TITLE_PT = 13.0
+
+
+def _save(fig: Any, path: Path) -> None:
+    """Lay out and write a figure, refusing one whose text would read smaller than the
+    page's body text at the content column's width (a figure is drawn for that width)."""
+    from matplotlib.text import Text
+
+    fig.tight_layout()
+    width = fig.get_figwidth()
+    smallest = BODY_PX * 72 / COLUMN_PX * width
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < smallest:
+            raise ValueError(
+                f"{path.name}: {text.get_text()!r} at {text.get_fontsize():.1f} pt would read "
+                f"below the body text in a figure {width:.1f} in wide (at least "
+                f"{smallest:.1f} pt)"
+            )
+    fig.savefig(path)
+
 
 def _example(name: str) -> ModuleType:
     """Import a script of examples/ as a module (its models and clock, not its main)."""
@@ -111,7 +138,7 @@ def draw_flash_sale(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     data = flash_sale_timeline()
-    fig, shards_axis = plt.subplots(figsize=(7, 3.2), dpi=120)
+    fig, shards_axis = plt.subplots(figsize=(WIDTH_IN, 4.4), dpi=120)
     throttle_axis = shards_axis.twinx()
     step = data["t"][1] - data["t"][0]
     throttle_axis.bar(
@@ -131,15 +158,17 @@ def draw_flash_sale(path: Path) -> None:
     )
     shards_axis.set_zorder(throttle_axis.get_zorder() + 1)
     shards_axis.patch.set_visible(False)
-    shards_axis.set_xlabel("simulated seconds (250 orders/s offered, 50 WCU/s per partition)")
+    shards_axis.set_xlabel("simulated seconds (250 orders/s offered,\n50 WCU/s per partition)")
     shards_axis.set_ylabel("shards", color="#264653")
     throttle_axis.set_ylabel("throttled attempts / s", color="#e76f51")
-    shards_axis.set_ylim(0, max(data["change_shards"]) + 1)
+    shards_axis.set_ylim(0, max(data["change_shards"]) * 1.7)  # room for the legend
+    throttle_axis.set_ylim(0, max(data["throttles"]) * 1.7)
     handles = [h for ax in (shards_axis, throttle_axis) for h in ax.get_legend_handles_labels()[0]]
-    shards_axis.legend(handles=handles, loc="upper left", frameon=False, fontsize=8)
-    shards_axis.set_title("DynamicShards grows a hot key until its throttles stop")
-    fig.tight_layout()
-    fig.savefig(path)
+    shards_axis.legend(handles=handles, loc="upper left", frameon=False)
+    shards_axis.set_title(
+        "DynamicShards grows a hot key\nuntil its throttles stop", fontsize=TITLE_PT
+    )
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -260,31 +289,31 @@ def draw_key_format(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = key_format_rows()
-    fig, axes = plt.subplots(len(rows), 1, figsize=(7, 1.25 * len(rows) + 0.4), dpi=120)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(WIDTH_IN, 2.3 * len(rows) + 0.6), dpi=120)
     for axis, (title, declaration, items) in zip(axes, rows, strict=True):
         axis.axis("off")
         table = axis.table(
             cellText=[[pk, sk] for pk, sk in items],
             colLabels=["partition key (stored)", "sort key"],
-            colWidths=[0.62, 0.38],
+            colWidths=[0.6, 0.4],
             cellLoc="left",
-            loc="right",
-            bbox=[0.36, 0.0, 0.64, 1.0],
+            bbox=[0.0, 0.0, 1.0, 0.58],
         )
         table.auto_set_font_size(False)
-        table.set_fontsize(9)
+        table.set_fontsize(TEXT_PT)
         for (row, _), cell in table.get_celld().items():
             cell.set_edgecolor("#bbbbbb")
             if row == 0:
                 cell.set_facecolor("#e9f1f7")
                 cell.set_text_props(weight="bold")
-        axis.text(0.0, 0.72, title, weight="bold", fontsize=10, transform=axis.transAxes)
-        axis.text(
-            0.0, 0.18, declaration, family="monospace", fontsize=7.5, transform=axis.transAxes
-        )
-    fig.suptitle("What shardmodel stores: one logical key, several physical keys", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path)
+        one_line = " ".join(line.strip() for line in declaration.splitlines())
+        axis.text(0.0, 0.97, title, weight="bold", fontsize=TEXT_PT, va="top",
+                  transform=axis.transAxes)  # fmt: skip
+        axis.text(0.0, 0.8, textwrap.fill(one_line, 62), family="monospace", fontsize=TEXT_PT,
+                  va="top", transform=axis.transAxes)  # fmt: skip
+    fig.suptitle("What shardmodel stores:\none logical key, several physical keys",
+                 fontsize=TITLE_PT)  # fmt: skip
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -295,7 +324,7 @@ def draw_burst(path: Path) -> None:
     from shardmodel.hot_key_burst import RATE, run_hot_key_burst
 
     runs = run_hot_key_burst()
-    fig, axis = plt.subplots(figsize=(7, 3.0), dpi=120)
+    fig, axis = plt.subplots(figsize=(WIDTH_IN, 4.4), dpi=120)
     names = [f"{run.layout}\n{run.strategy}" for run in runs]
     places = range(len(runs))
     width = 0.38
@@ -307,17 +336,17 @@ def draw_burst(path: Path) -> None:
         [p + width / 2 for p in places], [r.lost for r in runs], width, color="#e63946",
         label="lost writes",
     )  # fmt: skip
-    axis.bar_label(throttled, fmt="{:,.0f}", fontsize=8)
-    axis.bar_label(lost, fmt="{:,.0f}", fontsize=8)
+    axis.bar_label(throttled, fmt="{:,.0f}")
+    axis.bar_label(lost, fmt="{:,.0f}")
     axis.set_xticks(list(places), names)
     axis.set_ylabel("count")
-    axis.legend(frameon=False, fontsize=8)
+    axis.set_ylim(0, max(max(r.throttles, r.lost) for r in runs) * 1.15)
+    axis.legend(frameon=False)
     axis.set_title(
-        f"{runs[0].writes:,} writes to one key at {RATE:,}/s on the capacity simulator",
-        fontsize=10,
+        f"{runs[0].writes:,} writes to one key at {RATE:,}/s\non the capacity simulator",
+        fontsize=TITLE_PT,
     )
-    fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -354,35 +383,40 @@ def draw_migration(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     colors = {"old": "#8ab17d", "new": "#2a9d8f", "both": "#e9c46a"}
-    # drawn at the content column's width (about 7 in), so its text reads at page width
-    fig, axis = plt.subplots(figsize=(7.2, 4.4), dpi=120)
-    rows = (("writes", 2), ("reads", 1), ("job", 0))
     phases = migration_phases()
-    for column, (phase, writes, reads, job) in enumerate(phases):
+    # one phase a row, top to bottom in time: the text reads at the body size
+    fig, axis = plt.subplots(figsize=(WIDTH_IN, 0.7 * len(phases) + 1.4), dpi=120)
+    columns = (("writes go to", 1.55), ("reads cover", 1.2), ("job", 1.6))
+    for number, (phase, writes, reads, job) in enumerate(phases):
+        row = len(phases) - 1 - number
         cells = (
-            (2, writes, colors["old"] if writes.startswith("old") else colors["new"]),
-            (1, reads, colors["both"] if "+" in reads else colors["new"]),
-            (0, job, "#f4a261" if job else "#f1f1f1"),
+            (writes, colors["old"] if writes.startswith("old") else colors["new"]),
+            (reads, colors["both"] if "+" in reads else colors["new"]),
+            (job, "#f4a261" if job else "#f1f1f1"),
         )
-        for row, text, color in cells:
-            axis.add_patch(plt.Rectangle((column, row), 0.96, 0.9, color=color))
-            axis.text(column + 0.48, row + 0.45, textwrap.fill(text, 9, break_long_words=False),
-                      ha="center", va="center", fontsize=8.5)  # fmt: skip
-        axis.text(column + 0.48, 3.05, phase.replace("_", "_\n"), ha="center", va="bottom",
-                  fontsize=9, weight="bold")  # fmt: skip
-    for label, row in rows:
-        axis.text(-0.1, row + 0.45, label, ha="right", va="center", fontsize=10)
-    axis.annotate("", xy=(len(phases), -0.25), xytext=(0, -0.25),
+        axis.text(-0.08, row + 0.45, phase, ha="right", va="center", fontsize=TEXT_PT,
+                  weight="bold")  # fmt: skip
+        left = 0.0
+        for (text, color), (_, width) in zip(cells, columns, strict=True):
+            axis.add_patch(plt.Rectangle((left, row), width - 0.04, 0.9, color=color))
+            axis.text(left + (width - 0.04) / 2, row + 0.45, textwrap.fill(text, 16),
+                      ha="center", va="center", fontsize=TEXT_PT)  # fmt: skip
+            left += width
+    left = 0.0
+    for label, width in columns:
+        axis.text(left + (width - 0.04) / 2, len(phases) + 0.15, label, ha="center",
+                  va="bottom", fontsize=TEXT_PT, weight="bold")  # fmt: skip
+        left += width
+    axis.annotate("", xy=(left + 0.12, 0), xytext=(left + 0.12, len(phases)),
                   arrowprops={"arrowstyle": "->", "color": "#555555"})  # fmt: skip
-    axis.text(len(phases) / 2, -0.55, "time (each phase after the last has settled)",
-              ha="center", fontsize=9)  # fmt: skip
-    axis.set_xlim(-1.2, len(phases))
-    axis.set_ylim(-0.8, 3.7)
+    axis.text(left + 0.2, len(phases) / 2, "time: each phase after\nthe last has settled",
+              rotation=270, ha="left", va="center", fontsize=TEXT_PT)  # fmt: skip
+    axis.set_xlim(-1.35, left + 0.55)
+    axis.set_ylim(-0.2, len(phases) + 0.8)
     axis.axis("off")
-    axis.set_title("Changing a layout online:\nwhat writes, reads and jobs do in each phase",
-                   fontsize=11)  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path)
+    axis.set_title("Changing a layout online: what writes,\nreads and jobs do in each phase",
+                   fontsize=TITLE_PT)  # fmt: skip
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -408,26 +442,25 @@ def draw_ordered(path: Path) -> None:
         else:
             counts[strategy.shard_of(title)] += 1
     shards = strategy.shard_count
-    fig, axis = plt.subplots(figsize=(9, 3.2), dpi=120)
+    fig, axis = plt.subplots(figsize=(WIDTH_IN, 4.6), dpi=120)
     axis.bar(range(shards), [counts[n] for n in range(shards)], color="#2a9d8f",
              label="a range of titles (concatenated in order)")  # fmt: skip
     subs = list(range(shards, strategy.total_shards))
     axis.bar(subs, [counts[n] for n in subs], color="#e76f51",
              label='"greatest hits": overflow sub-shards (merged)')  # fmt: skip
-    ticks = list(range(0, shards, 4))
-    labels = [f"#{n}\n{strategy.boundaries[n][:6] or '(start)'!s}" for n in ticks]
-    axis.set_xticks([*ticks, *subs], [*labels, *(f"#{n}" for n in subs)], fontsize=7)
-    axis.set_ylim(0, max(counts.values()) * 1.35)
+    ticks = list(range(0, shards, 6))
+    labels = [f"#{n}\n{strategy.boundaries[n][:4] or '(start)'!s}" for n in ticks]
+    axis.set_xticks([*ticks, subs[0]], [*labels, f"#{subs[0]}-"])
+    axis.set_ylim(0, max(counts.values()) * 1.6)
     axis.set_xlabel("physical shard (and the first title it holds)")
     axis.set_ylabel("albums")
-    axis.legend(frameon=False, fontsize=8)
+    axis.legend(frameon=False, loc="upper left")
     axis.set_title(
-        f"OrderedShards: {len(titles):,} titles over {shards} ordered ranges + "
-        f"{len(subs)} overflow sub-shards",
-        fontsize=10,
+        f"OrderedShards: {len(titles):,} titles over {shards} ordered\n"
+        f"ranges + {len(subs)} overflow sub-shards",
+        fontsize=TITLE_PT,
     )
-    fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -447,7 +480,7 @@ def draw_herd(path: Path) -> None:
                 limits,
             )
         )
-    fig, axis = plt.subplots(figsize=(8, 3.2), dpi=120)
+    fig, axis = plt.subplots(figsize=(WIDTH_IN, 5.0), dpi=120)
     width = 0.27
     series = (
         (
@@ -461,13 +494,14 @@ def draw_herd(path: Path) -> None:
     for offset, (label, values, color) in zip((-width, 0.0, width), series, strict=True):
         bars = axis.bar([n + offset for n in range(len(outcomes))], values, width,
                         color=color, label=label)  # fmt: skip
-        axis.bar_label(bars, fmt="{:,.0f}", fontsize=7)
-    axis.set_xticks(range(len(outcomes)), [o.name for o in outcomes], fontsize=8)
-    axis.legend(frameon=False, fontsize=8)
-    axis.set_title(f"{example.SENSORS:,} sensors report at the top of the hour (examples/herd.py)",
-                   fontsize=10)  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path)
+        axis.bar_label(bars, fmt="{:,.0f}", rotation=90, padding=3)
+    axis.set_xticks(range(len(outcomes)), [o.name.replace(",", "") for o in outcomes])
+    top = max(max(values) for _, values, _ in series)
+    axis.set_ylim(0, top * 1.45)
+    axis.legend(frameon=False, loc="upper right")
+    axis.set_title(f"{example.SENSORS:,} sensors report at the top of\nthe hour (examples/herd.py)",
+                   fontsize=TITLE_PT)  # fmt: skip
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -494,7 +528,7 @@ def draw_timeseries(path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = timeseries_items()
-    fig, axis = plt.subplots(figsize=(7, 0.32 * len(rows) + 1.2), dpi=120)
+    fig, axis = plt.subplots(figsize=(WIDTH_IN, 0.42 * len(rows) + 1.5), dpi=120)
     axis.axis("off")
     table = axis.table(
         cellText=[list(row) for row in rows],
@@ -504,17 +538,17 @@ def draw_timeseries(path: Path) -> None:
         bbox=[0.0, 0.0, 1.0, 1.0],
     )
     table.auto_set_font_size(False)
-    table.set_fontsize(8.5)
+    table.set_fontsize(TEXT_PT)
     for (row, _), cell in table.get_celld().items():
         cell.set_edgecolor("#bbbbbb")
         if row == 0:
             cell.set_facecolor("#e9f1f7")
             cell.set_text_props(weight="bold")
     axis.set_title(
-        "TimeSeriesModel (examples/timeseries.py): 3 sensors, 2 hours, as stored", fontsize=10
+        "TimeSeriesModel (examples/timeseries.py):\n3 sensors, 2 hours, as stored",
+        fontsize=TITLE_PT,
     )
-    fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -588,7 +622,8 @@ def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     measures = ("wall ms", "requests", "items read")
-    fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
+    fig, grid = plt.subplots(2, 2, figsize=(WIDTH_IN, 7.4), dpi=120)
+    axes, key = [grid[0][0], grid[0][1], grid[1][0]], grid[1][1]
     present = {r["variant"] for r in rows}
     drawn = [
         *zip(VARIANTS, ("o-", "s--", "^:"), ("C0", "C1", "C2"), strict=True),
@@ -616,11 +651,11 @@ def draw_bench(title: str, rows: list[dict[str, Any]], path: Path) -> None:
         axis.set_yscale("log")
         axis.set_xticks([1, 4, 16, 64], ["1", "4", "16", "64"])
         axis.set_xlabel("shards")
-        axis.set_title(measure, fontsize=10)
-    axes[0].legend(fontsize=6, frameon=False)
-    fig.suptitle(f"{title} (from make bench)", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path)
+        axis.set_title(measure, fontsize=TEXT_PT)
+    key.axis("off")  # the fourth cell holds the legend
+    key.legend(*axes[0].get_legend_handles_labels(), frameon=False, loc="center")
+    fig.suptitle(f"{title} (from make bench)", fontsize=TITLE_PT)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -661,7 +696,8 @@ def draw_async_curve(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     measures = ("requests", "x wall", "x CPU")
-    fig, axes = plt.subplots(1, len(measures), figsize=(9, 3.1), dpi=120)
+    fig, grid = plt.subplots(2, 2, figsize=(WIDTH_IN, 7.4), dpi=120)
+    axes, key = [grid[0][0], grid[0][1], grid[1][0]], grid[1][1]
     shards = sorted({r["shards"] for r in rows if r["shards"] is not None})
     for axis, measure in zip(axes, measures, strict=True):
         for way, style, color in (("sync", "s--", "C1"), ("async", "o-", "C0")):
@@ -674,12 +710,13 @@ def draw_async_curve(rows: list[dict[str, Any]], path: Path) -> None:
         axis.set_yscale("log")
         axis.set_xticks(shards, [str(n) for n in shards])
         axis.set_xlabel("shards")
-        axis.set_title(measure if measure == "requests" else f"{measure} of one partition")
-    axes[0].legend(fontsize=6, frameon=False)
-    axes[2].legend(fontsize=6, frameon=False)
-    fig.suptitle("latest 100: the cost curve, sync and async (from make bench)", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path)
+        axis.set_title(measure if measure == "requests" else f"{measure} of one partition",
+                       fontsize=TEXT_PT)  # fmt: skip
+    key.axis("off")  # the fourth cell holds the legend
+    handles, labels = axes[2].get_legend_handles_labels()
+    key.legend(handles, labels, frameon=False, loc="center")
+    fig.suptitle("latest 100: the cost curve,\nsync and async (from make bench)", fontsize=TITLE_PT)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -688,6 +725,7 @@ def build(outdir: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams.update({"font.size": TEXT_PT, "legend.fontsize": TEXT_PT})
     outdir.mkdir(parents=True, exist_ok=True)
     made = []
     drawn = (

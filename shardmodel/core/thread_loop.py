@@ -4,7 +4,7 @@ A sync merged query (or count) with the ``async`` extra installed sends its shar
 requests as tasks of this loop, and runs the loop only while it waits for a page
 (:class:`~shardmodel.core.workers.DrivenLoopWorkers`). One thread, sockets read as they
 are ready: no worker thread woken per response (at 64 shards that hand-off was a third of
-the read's CPU; see ``docs/performance.rst``).
+the read's CPU; see ``docs/benchmark_notes.rst``).
 
 The loop is made on first use in a thread, never while another loop runs in it, and
 closed when the thread ends (its sockets first). A forked child makes its own.

@@ -15,6 +15,7 @@ import importlib.util
 import os
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -76,15 +77,43 @@ def test_every_image_and_asset_a_page_loads_exists() -> None:
     assert missing == []
 
 
-def test_the_performance_charts_read_every_row_make_bench_printed() -> None:
-    """docs/charts.py finds both merged-query tables in benchmarks/last_run.txt, all rows."""
+def _charts() -> Any:
+    """docs/charts.py, loaded from its file (docs/ is no package)."""
     spec = importlib.util.spec_from_file_location("_docs_charts", DOCS / "charts.py")
     assert spec is not None and spec.loader is not None
     charts = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(charts)
+    return charts
+
+
+def test_the_performance_charts_read_every_row_make_bench_printed() -> None:
+    """docs/charts.py finds both merged-query tables in benchmarks/last_run.txt, all rows."""
+    charts = _charts()
     text = charts.BENCH_OUTPUT.read_text(encoding="utf-8")
     tables = charts.bench_tables(text)
     for title in ("latest 100", "read all 10,000"):
         rows = tables[title]
         assert {r["variant"] for r in rows} >= {"single partition", *charts.VARIANTS}
         assert {r["shards"] for r in rows if r["variant"] == "merged"} == {1, 4, 16, 64}
+
+
+def test_a_figure_whose_text_reads_below_the_body_text_is_refused(tmp_path: Path) -> None:
+    """The docs' figures are drawn for the content column (736 px at a 1280 px window):
+    text under 16 px there stops the build, naming the text."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    charts = _charts()
+    fig, axis = plt.subplots(figsize=(charts.WIDTH_IN, 3))
+    axis.set_xticks([])
+    axis.set_yticks([])
+    axis.set_title("legible", fontsize=charts.TEXT_PT)
+    charts._save(fig, tmp_path / "fine.png")
+    axis.text(0.5, 0.5, "tiny", fontsize=8)
+    with pytest.raises(ValueError, match=r"'tiny' at 8\.0 pt would read below the body text"):
+        charts._save(fig, tmp_path / "small.png")
+    plt.close(fig)
+    assert (tmp_path / "fine.png").exists() and not (tmp_path / "small.png").exists()
