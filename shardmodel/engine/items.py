@@ -46,9 +46,12 @@ def physical_hint(
     model: type[Any], key: Any, attr: ShardedKeyAttribute | None = None
 ) -> str | None:
     """A sentence for a read that found nothing under ``key`` when ``key`` reads as one of
-    the layout's physical keys (None otherwise; see :meth:`KeyLayout.looks_physical`)."""
+    the layout's physical keys (None otherwise; see :meth:`KeyLayout.looks_physical`).
+    ``Meta.physical_key_hints = False`` turns it off, for logical keys that look so."""
     attr = attr or sharding_of(model).spec.table_key()
     if attr is None or not isinstance(key, str):
+        return None
+    if getattr(model.Meta, "physical_key_hints", True) is False:
         return None
     logical = attr.layout.looks_physical(key)
     if logical is None:

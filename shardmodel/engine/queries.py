@@ -301,11 +301,25 @@ def _grouped(
     return GroupedQuery(merged, same, combine, build, limit, seen, keep)
 
 
+#: (model, logical key) pairs already warned about: a loop over keys copied from the
+#: table (``user-1#3``, ``user-1#7``) warns once for ``user-1``, not once per key.
+_HINTED: set[tuple[str, str]] = set()
+
+
 def _empty_hint(model: type[Any], plan: QueryPlan) -> Callable[[], None] | None:
-    """A warning for a query that finds nothing under a key that reads as physical."""
+    """A warning for a query that finds nothing under a key that reads as physical,
+    once per model and logical key it reads as."""
     if plan.resumed is not None or plan.identity.index is not None:
         return None
-    hint = physical_hint(model, plan.identity.logical_key)
+    key = plan.identity.logical_key
+    hint = physical_hint(model, key)
     if hint is None:
         return None
-    return lambda: warnings.warn(hint, PhysicalKeyWarning, stacklevel=4)
+    pattern = (plan.identity.model, str(sharded(model).layout.looks_physical(key)))
+
+    def warn() -> None:
+        if pattern not in _HINTED:
+            _HINTED.add(pattern)
+            warnings.warn(hint, PhysicalKeyWarning, stacklevel=4)
+
+    return warn

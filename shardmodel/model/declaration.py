@@ -88,6 +88,12 @@ def _configure(cls: Any) -> ShardingSpec:
             )
     for attr in sharded:
         _check_layout(cls, attr, attributes)
+    hints = getattr(getattr(cls, "Meta", None), "physical_key_hints", True)
+    if not isinstance(hints, bool):
+        raise ShardConfigurationError(
+            f"{cls.__name__}.Meta.physical_key_hints is {hints!r}; set it to True (the "
+            "default: a read that finds nothing under a key like 'user-1#3' says so) or False"
+        )
     directory = _directory(cls, sharded)
     counters = tuple(n for n, a in attributes.items() if isinstance(a, CounterAttribute))
     if counters and not table_keys:

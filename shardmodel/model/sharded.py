@@ -94,6 +94,8 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
       call's unprocessed keys and items, and a dynamic key's throttled new writes.
     * ``max_requests``: the most partitions one read may touch (default 1,000).
     * ``cursor_secret``: signs query cursors (HMAC) instead of checksumming them.
+    * ``physical_key_hints``: ``False`` silences the hint of a read that finds nothing
+      under a key reading as a physical one (``user-1#3``; default ``True``).
 
     Every operation has an ``a``-prefixed coroutine twin (``aget``, ``aquery``,
     ``asave``, ...; :mod:`shardmodel.model.aio`), with the ``async`` extra installed.

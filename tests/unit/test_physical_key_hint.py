@@ -24,6 +24,8 @@ from shardmodel import (
     ShardedModel,
     TimeBuckets,
 )
+from shardmodel.engine.queries import _HINTED
+from shardmodel.errors import ShardConfigurationError
 from shardmodel.testing import bind_models, create_tables, mock_dynamodb
 
 
@@ -58,11 +60,24 @@ class Daily(ShardedModel):
     at = UTCDateTimeAttribute(range_key=True)
 
 
-MODELS = (Note, Numbered, Daily)
+class Quiet(ShardedModel):
+    """Logical keys that look physical on purpose: hints off."""
+
+    class Meta:
+        table_name = "hint-quiet"
+        region = "us-east-1"
+        physical_key_hints = False
+
+    org = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+    seq = NumberAttribute(range_key=True)
+
+
+MODELS = (Note, Numbered, Daily, Quiet)
 
 
 @pytest.fixture(autouse=True)
 def tables() -> Iterator[None]:
+    _HINTED.clear()  # each test sees its own first warning
     with mock_dynamodb():
         bind_models(MODELS, host=None)
         create_tables(MODELS)
@@ -116,3 +131,43 @@ def test_a_logical_key_holding_the_separator_reads_its_items_without_a_warning()
         warnings.simplefilter("error")
         assert [n.seq for n in Note.query("org#3")] == [1]
         assert Note.get("org#3", 1).user_id == "org#3"
+
+
+def _warned(model: Any, *keys: str) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for key in keys:
+            assert list(model.query(key)) == []
+    return [str(w.message) for w in caught if w.category is PhysicalKeyWarning]
+
+
+def test_the_warning_comes_once_per_logical_key_it_reads_as() -> None:
+    """Keys copied from the table in a loop: one warning for ``celebrity``, one for
+    ``fan``, however many of their shards are read."""
+    warned = _warned(Note, "celebrity#3", "celebrity#1", "celebrity#3", "fan#0", "fan#2")
+    assert len(warned) == 2
+    assert "'celebrity#3'" in warned[0] and "'fan#0'" in warned[1]
+    assert _warned(Numbered, "celebrity_1") != []  # another model: its own warning
+
+
+def test_meta_physical_key_hints_false_turns_the_hints_off() -> None:
+    """A model whose logical keys look like ``org#3`` on purpose says nothing more."""
+    assert _warned(Quiet, "org#3") == []
+    with pytest.raises(Quiet.DoesNotExist) as missed:
+        Quiet.get("org#3", 1)
+    assert "physical key" not in str(missed.value)
+
+
+def test_meta_physical_key_hints_takes_a_boolean_only() -> None:
+    with pytest.raises(ShardConfigurationError) as refused:
+
+        class Wrong(ShardedModel):
+            class Meta:
+                table_name = "hint-wrong"
+                physical_key_hints = "no"
+
+            org = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(4))
+
+    assert str(refused.value).startswith(
+        "Wrong.Meta.physical_key_hints is 'no'; set it to True (the default"
+    )
