@@ -19,6 +19,7 @@ from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards
 from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import Reshard
 from shardmodel.migration.state import MigrationState, Phase
+from shardmodel.migration.status import next_step, reshard_status, status_json
 
 __all__ = ["HOLD", "add_reshard_parser", "next_step", "run_reshard"]
 
@@ -72,6 +73,11 @@ def add_reshard_parser(commands: Subparsers) -> None:
         "must pass first (try again later), 1 on an error",
     )
     reshard.add_argument("--status", action="store_true", help="print the migration's state")
+    reshard.add_argument(
+        "--json",
+        action="store_true",
+        help="with --status: one JSON object (phase, segments, wait, next command)",
+    )
     reshard.add_argument(
         "--finish", action="store_true", help="remove the state of a done migration"
     )
@@ -163,33 +169,11 @@ def _step(operator: Reshard, args: argparse.Namespace) -> int:
     return 0
 
 
-def next_step(state: MigrationState) -> str:
-    """What the operator does once a change (or its return) is swept."""
-    declares = (
-        f"HashShards({state.new_count}, ...) as before the change"
-        if state.series and state.returning
-        else f"HashShards({state.new_count}, ...) with counts_before="
-        f"{{{state.cutover!r}: {state.old_count}}}"
-        if state.series
-        else state.new_strategy.describe(state.new_count)
-        if state.new_strategy is not None
-        else f"{state.new_count} shards"
-        if state.new_boundaries is None
-        else f"the {state.new_count} new boundaries"
-    )
-    if state.returning:
-        return (
-            f"swept: every item is back under {declares}; run reshard --finish with the "
-            "model that declares it"
-        )
-    return (
-        f"swept: deploy the code that declares {declares}, then run reshard --finish with its model"
-    )
-
-
 def run_reshard(args: argparse.Namespace) -> int:
     """Run the ``reshard`` subcommand; returns the exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.json and not args.status:
+        raise UsageError("--json goes with --status: shardmodel reshard MODEL --status --json")
     model = load_model(args.model)  # the current directory on the import path
     if args.host:
         model.Meta.host = args.host
@@ -299,7 +283,11 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
             print(operator.plan(args.to, args.settle, args.segments))
             return 0
         if args.status:
-            print(describe(operator, operator.status()))
+            state = operator.status()
+            if args.json:
+                print(status_json(reshard_status(operator, state, args.model)))
+            else:
+                print(describe(operator, state))
             return 0
         if args.finish:
             operator.finish()
