@@ -19,6 +19,7 @@ from shardmodel.migration.estimate import Estimate
 from shardmodel.migration.reshard import Reshard
 from shardmodel.migration.rules import ReshardWatch, follow, unfollow
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
+from shardmodel.migration.status import ReshardStatus, SegmentStatus, reshard_status
 
 __all__ = [
     "COPY_MARKER",
@@ -33,9 +34,12 @@ __all__ = [
     "PhaseRules",
     "Progress",
     "Reshard",
+    "ReshardStatus",
     "ReshardWatch",
     "ScanJob",
     "SegmentProgress",
+    "SegmentStatus",
     "follow",
+    "reshard_status",
     "unfollow",
 ]
