@@ -18,7 +18,7 @@ from shardmodel.errors import ShardModelError
 from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards
 from shardmodel.migration.backfill import Progress
 from shardmodel.migration.reshard import Reshard
-from shardmodel.migration.state import MigrationState, Phase
+from shardmodel.migration.state import ChangePausedError, MigrationState, Phase
 from shardmodel.migration.status import next_step, reshard_status, status_json
 
 __all__ = ["HOLD", "add_reshard_parser", "next_step", "run_reshard"]
@@ -74,6 +74,14 @@ def add_reshard_parser(commands: Subparsers) -> None:
     )
     reshard.add_argument("--status", action="store_true", help="print the migration's state")
     reshard.add_argument(
+        "--pause",
+        action="store_true",
+        help="pause the change: jobs stop at their next page, the phase waits",
+    )
+    reshard.add_argument(
+        "--resume", action="store_true", help="let a paused change go on (then run it again)"
+    )
+    reshard.add_argument(
         "--json",
         action="store_true",
         help="with --status: one JSON object (phase, segments, wait, next command)",
@@ -126,6 +134,8 @@ def describe(operator: Reshard, state: MigrationState | None) -> str:
         f"{state.table}: {state.change}, phase "
         f"{state.phase.value}, next phase possible in {operator.settle_left(state):.0f}s"
     )
+    if state.paused:
+        text += ", PAUSED (reshard --resume lets it go on)"
     segments = operator.job_progress(state)
     if segments:
         done = sum(p.done for p in segments)
@@ -145,6 +155,10 @@ def _progress(operator: Reshard, state: MigrationState) -> Progress:
 
 def _step(operator: Reshard, args: argparse.Namespace) -> int:
     state = operator.status()
+    if state is not None and state.paused:
+        print(describe(operator, state))
+        print("hold: the change is paused; run reshard --resume first")
+        return HOLD
     if state is None:
         if args.to is None:
             raise UsageError("--step: give --to N (or --boundaries FILE) to start")
@@ -174,6 +188,8 @@ def run_reshard(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.json and not args.status:
         raise UsageError("--json goes with --status: shardmodel reshard MODEL --status --json")
+    if args.pause and args.resume:
+        raise UsageError("give --pause or --resume, not both")
     model = load_model(args.model)  # the current directory on the import path
     if args.host:
         model.Meta.host = args.host
@@ -289,6 +305,10 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
             else:
                 print(describe(operator, state))
             return 0
+        if args.pause or args.resume:
+            state = operator.pause() if args.pause else operator.unpause()
+            print(describe(operator, state))
+            return 0
         if args.finish:
             operator.finish()
             print(f"{model.__name__}: migration state removed")
@@ -343,5 +363,8 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
         if last is not None:
             print(next_step(last))
         return 0
+    except ChangePausedError as error:
+        print(f"hold: {error}")
+        return HOLD
     except ShardModelError as error:
         raise CommandError(f"{error}") from None

@@ -175,6 +175,9 @@ class MigrationState:
     #: this change is the return of an aborted one: its new layout is the one the code
     #: declared before the aborted change began
     returning: bool = False
+    #: ``--pause`` was asked: jobs stop at their next page and the phase does not advance
+    #: until ``--resume``; reads and writes are unaffected
+    paused: bool = False
 
     @property
     def change(self) -> str:

@@ -31,7 +31,12 @@ from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.estimate import Estimate, moving_fraction, sampled_size
 from shardmodel.migration.rules import ReshardWatch, check_reshardable, is_series
 from shardmodel.migration.series_cleanup import SeriesCleanup
-from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
+from shardmodel.migration.state import (
+    ChangePausedError,
+    MigrationConflictError,
+    MigrationStore,
+    SegmentProgress,
+)
 
 __all__ = ["Estimate", "Reshard"]
 
@@ -352,9 +357,25 @@ class Reshard:
         job = self.job_of(state)
         return [] if job is None else self.store.progress(job, state.segments)
 
+    def pause(self) -> MigrationState:
+        """Pause the change: every job stops at its next page (checkpoint kept) and the
+        phase does not advance until :meth:`unpause`. Reads and writes go on as before."""
+        state = self._required()
+        return state if state.paused else self.store.write(evolve(state, paused=True))
+
+    def unpause(self) -> MigrationState:
+        """Let a paused change go on (its jobs resume from their checkpoints when run)."""
+        state = self._required()
+        return self.store.write(evolve(state, paused=False)) if state.paused else state
+
     def advance(self) -> MigrationState:
         """Move to the next phase once this one has settled and its job has finished."""
         state = self._required()
+        if state.paused:
+            raise ChangePausedError(
+                f"{self.model.__name__}: the change is paused in phase {state.phase.value}; "
+                "run reshard --resume first"
+            )
         if state.phase == Phase.DONE and not state.aborted:
             raise MigrationConflictError(
                 "the migration is done: run the sweep (reshard --step), deploy the code that "

@@ -26,6 +26,7 @@ from shardmodel.retry import is_condition_failure
 
 __all__ = [
     "PHASES",
+    "ChangePausedError",
     "MigrationConflictError",
     "MigrationState",
     "MigrationStore",
@@ -36,6 +37,11 @@ __all__ = [
 
 class MigrationConflictError(ShardModelError, RuntimeError):
     """Another process changed the migration state first, or the step is not allowed now."""
+
+
+class ChangePausedError(MigrationConflictError):
+    """The change is paused (``reshard --pause``): a job stopped at a page boundary with
+    its checkpoint kept, or a step was refused; ``reshard --resume`` lets it go on."""
 
 
 @frozen

@@ -39,6 +39,7 @@ class ReshardStatus:
         phase: the current phase (None: no change in progress).
         aborted: ``--abort`` was asked: the change goes on to done, then back.
         returning: this change is the return of an aborted one.
+        paused: ``--pause`` was asked: jobs stop at their next page, the phase waits.
         wait_seconds: seconds before the next phase may start (0: now).
         job: the scan job of this phase (``backfill``, ``cleanup``, ``sweep``) or None.
         segments: each segment's progress of that job (empty without a job).
@@ -54,6 +55,7 @@ class ReshardStatus:
     phase: str | None
     aborted: bool
     returning: bool
+    paused: bool
     wait_seconds: float
     job: str | None
     segments: tuple[SegmentStatus, ...]
@@ -72,7 +74,7 @@ def reshard_status(operator: Any, state: MigrationState | None, path: str) -> Re
     name = operator.model.__name__
     if state is None:
         return ReshardStatus(
-            name, None, None, None, False, False, 0.0, None, (), 0, 0,
+            name, None, None, None, False, False, False, 0.0, None, (), 0, 0,
             f"no change in progress: start one with shardmodel reshard {path} --to N",
             None,
         )  # fmt: skip
@@ -84,7 +86,10 @@ def reshard_status(operator: Any, state: MigrationState | None, path: str) -> Re
     job = operator.job_of(state)
     step = f"shardmodel reshard {path} --step"
     unfinished = any(not s.done for s in segments)
-    if state.phase == Phase.DONE and not state.aborted and not unfinished:
+    if state.paused:
+        words = "paused: jobs stop at their next page; resume the change, then run it again"
+        command = f"shardmodel reshard {path} --resume"
+    elif state.phase == Phase.DONE and not state.aborted and not unfinished:
         words, command = next_step(state), f"shardmodel reshard {path} --finish"
     elif unfinished and (state.phase != Phase.DONE or wait == 0):
         words, command = f"run the {job} (or every remaining step without --step)", step
@@ -99,6 +104,7 @@ def reshard_status(operator: Any, state: MigrationState | None, path: str) -> Re
         phase=state.phase.value,
         aborted=state.aborted,
         returning=state.returning,
+        paused=state.paused,
         wait_seconds=wait,
         job=job,
         segments=segments,

@@ -19,7 +19,7 @@ __all__ = ["migration_tables"]
 
 MODEL = "tests.migration_models:Reading"
 FIELDS = [
-    "model", "table", "change", "phase", "aborted", "returning", "wait_seconds", "job",
+    "model", "table", "change", "phase", "aborted", "returning", "paused", "wait_seconds", "job",
     "segments", "scanned", "changed", "next", "command",
 ]  # fmt: skip
 
