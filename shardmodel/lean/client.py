@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -176,6 +177,10 @@ def unsupported_reason(client: Any) -> str | None:
         return "a client certificate"
     if getattr(config, "endpoint_discovery_enabled", False):
         return "endpoint discovery"
+    if (getattr(config, "retries", None) or {}).get("mode") == "adaptive":
+        return "adaptive retry mode (its rate limiter waits on a lock the fan-out cannot share)"
+    if _instrumented(client):
+        return "botocore's _make_api_call is wrapped (tracing instrumentation)"
     signer = getattr(client, "_request_signer", None)
     if signer is None or getattr(signer, "_credentials", None) is None:
         return "no credentials (unsigned requests)"
@@ -187,6 +192,34 @@ def unsupported_reason(client: Any) -> str | None:
     if lacking is not None:
         return f"the installed botocore lacks {lacking}"
     return None
+
+
+def _instrumented(client: Any) -> bool:
+    """Whether something outside botocore wraps the client's ``_make_api_call``.
+
+    OpenTelemetry's, Datadog's and X-Ray's botocore instrumentation wrap
+    ``BaseClient._make_api_call`` (wrapt proxies): a request must pass there to be
+    traced. botocore's own decorators wrap it too, so every layer is checked: a plain
+    function defined inside botocore is botocore's; anything else is a wrapper.
+    """
+    import types
+
+    import botocore
+
+    if "_make_api_call" in vars(client):
+        return True
+    home = os.path.dirname(botocore.__file__)
+    layer = next(
+        (vars(k)["_make_api_call"] for k in type(client).__mro__ if "_make_api_call" in vars(k)),
+        None,
+    )
+    while layer is not None:
+        if type(layer) is not types.FunctionType:
+            return True
+        if not os.path.abspath(layer.__code__.co_filename).startswith(home):
+            return True
+        layer = getattr(layer, "__wrapped__", None)
+    return False
 
 
 def lean_client(client: Any) -> LeanClient | None:

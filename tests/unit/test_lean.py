@@ -937,6 +937,22 @@ def test_clients_it_cannot_stand_in_for_stay_on_botocore(
     assert (found is None) if reason is None else (reason in (found or ""))
 
 
+@pytest.mark.parametrize("mode", ["adaptive", "standard", "legacy"])
+def test_adaptive_retries_stay_on_botocore(mode: str) -> None:
+    """botocore's adaptive mode rate-limits on a lock the fan-out's loop cannot wait on."""
+    session = botocore.session.get_session()
+    client = session.create_client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="secret",
+        config=Config(retries={"mode": mode}),
+    )
+    found = unsupported_reason(client)
+    assert ("adaptive retry mode" in (found or "")) if mode == "adaptive" else found is None
+
+
 def test_unsigned_clients_stay_on_botocore() -> None:
     from botocore import UNSIGNED
 
@@ -949,6 +965,35 @@ def test_an_environment_proxy_keeps_botocore(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     assert "proxy" in (unsupported_reason(_client("http://dynamo.example:8000")) or "")
+
+
+@pytest.mark.usefixtures("tables")
+def test_a_traced_botocore_sees_every_shard_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenTelemetry's botocore instrumentation (and Datadog's, X-Ray's) wraps
+    ``BaseClient._make_api_call``: with it in place the sharded read steps aside to
+    botocore, so every shard's Query passes the wrapper (a span each) instead of none."""
+    import functools
+
+    from botocore.client import BaseClient
+
+    for ts in range(30):
+        RandomEvent(user_id="tr", timestamp=ts, event_type="a").save()
+    plain = BaseClient._make_api_call
+    traced: list[str] = []
+
+    @functools.wraps(plain)
+    def instrumented(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        traced.append(operation)
+        return plain(self, operation, params)
+
+    assert isinstance(table_connection(RandomEvent).connection, LeanConnection)  # untraced
+    monkeypatch.setattr(BaseClient, "_make_api_call", instrumented)
+    _stand_ins.clear()  # the lean decision is taken once per client
+    RandomEvent._connection = None
+    assert [e.timestamp for e in RandomEvent.query("tr")] == list(range(30))
+    shards = len(RandomEvent.user_id.layout.strategies[0].query_candidates(None, {}))
+    assert traced.count("Query") == shards == 10
+    assert "tracing" in (unsupported_reason(RandomEvent._get_connection().connection.client) or "")
 
 
 @pytest.mark.usefixtures("tables")
