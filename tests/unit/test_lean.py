@@ -988,8 +988,9 @@ def test_a_traced_botocore_sees_every_shard_request(monkeypatch: pytest.MonkeyPa
 
     assert isinstance(table_connection(RandomEvent).connection, LeanConnection)  # untraced
     monkeypatch.setattr(BaseClient, "_make_api_call", instrumented)
-    _stand_ins.clear()  # the lean decision is taken once per client
-    RandomEvent._connection = None
+    # a new client, made with the instrumentation in place (the decision is per client);
+    # the old connection comes back after the test
+    monkeypatch.setattr(RandomEvent, "_connection", None)
     assert [e.timestamp for e in RandomEvent.query("tr")] == list(range(30))
     shards = len(RandomEvent.user_id.layout.strategies[0].query_candidates(None, {}))
     assert traced.count("Query") == shards == 10
