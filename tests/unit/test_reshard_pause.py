@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shardmodel.cli import main
-from shardmodel.migration import Phase, Reshard, follow
+from shardmodel.migration import Phase, Reshard, backfill, follow
 from shardmodel.migration.state import ChangePausedError
 from shardmodel.testing import SimulatedClock
 from tests.migration_models import Reading
@@ -34,8 +34,10 @@ def _to_backfill(clock: SimulatedClock) -> Reshard:
 
 
 def test_a_pause_from_another_host_stops_the_job_at_its_next_page(
-    migration_tables: SimulatedClock,
+    migration_tables: SimulatedClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The state is read before every page here (at most once a second in production)."""
+    monkeypatch.setattr(backfill, "PAUSE_CHECK_SECONDS", 0.0)
     operator = _to_backfill(migration_tables)
     pages = []
 
@@ -106,3 +108,25 @@ def test_pause_needs_a_change_in_progress(
 ) -> None:
     assert main(["reshard", MODEL, "--pause"]) == 1
     assert "no migration in progress" in capsys.readouterr().err
+
+
+def test_the_state_is_read_for_a_pause_at_most_once_a_second(
+    migration_tables: SimulatedClock,
+) -> None:
+    """A backfill of 61 pages within a second reads the state once, before its first page."""
+    operator = _to_backfill(migration_tables)
+    reads: list[str] = []
+    store = operator.store
+    plain = store.read
+
+    def counted() -> Any:
+        reads.append("read")
+        return plain()
+
+    store.read = counted  # type: ignore[method-assign]
+    try:
+        (segment,) = operator.run_job(page_size=1)
+    finally:
+        store.read = plain  # type: ignore[method-assign]
+    assert segment.done and segment.scanned > len(ITEMS)
+    assert 1 <= len(reads) <= 3, reads  # one, plus one a second on a slow machine
