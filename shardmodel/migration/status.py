@@ -87,7 +87,7 @@ def reshard_status(operator: Any, state: MigrationState | None, path: str) -> Re
     step = f"shardmodel reshard {path} --step"
     unfinished = any(not s.done for s in segments)
     if state.paused:
-        words = "paused: jobs stop at their next page; resume the change, then run it again"
+        words = "paused: jobs stop at a page boundary; resume the change, then run it again"
         command = f"shardmodel reshard {path} --resume"
     elif state.phase == Phase.DONE and not state.aborted and not unfinished:
         words, command = next_step(state), f"shardmodel reshard {path} --finish"
