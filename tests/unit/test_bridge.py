@@ -88,11 +88,15 @@ def test_concurrent_calls_each_have_their_own_greenlet() -> None:
 
 def test_each_thread_keeps_its_own_idle_greenlets() -> None:
     found: dict[str, int] = {}
+    # both threads' greenlets stay alive until both are recorded: an id is unique only
+    # among live objects (a thread that ended first freed its greenlet for the next)
+    both = threading.Barrier(2, timeout=30)
 
     def run(name: str) -> None:
         async def main() -> None:
             found[name] = await call(_who)
             assert await call(_who) == found[name]
+            both.wait()
 
         asyncio.run(main())
 
