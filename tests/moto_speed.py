@@ -13,9 +13,13 @@ have one type each (its schema), so the type ``__eq__`` also compares is always 
 from __future__ import annotations
 
 import base64
+import contextvars
 from typing import Any
 
 _ORIGINAL: dict[str, Any] = {}
+
+#: The partition key of the table Query moto is answering (no index), while it answers.
+_QUERIED: contextvars.ContextVar[Any] = contextvars.ContextVar("moto_queried", default=None)
 
 
 def _sort_key(item: Any) -> Any:
@@ -25,7 +29,17 @@ def _sort_key(item: Any) -> Any:
 
 
 def all_items(self: Any) -> list[Any]:
-    """moto's ``Table.all_items`` with each item's sort key converted once."""
+    """moto's ``Table.all_items`` with each item's sort key converted once.
+
+    Inside a table Query (no index), moto keeps only the items of the queried partition
+    key and sorts them by sort key: the partition's items are all it needs, unsorted.
+    """
+    queried = _QUERIED.get()
+    if queried is not None and queried[0] is self:
+        found = self.items.get(queried[1])  # get: the items are a defaultdict
+        if found is None:
+            return []
+        return list(found.values()) if self.range_key_attr else [found]
     items: list[Any] = []
     for hash_set in self.items.values():
         if self.range_key_attr:
@@ -42,8 +56,11 @@ def install() -> None:
     if "all_items" not in _ORIGINAL:
         _ORIGINAL["all_items"] = Table.all_items
         Table.all_items = all_items  # type: ignore[method-assign]
+        _ORIGINAL["query"] = Table.query
+        Table.query = _query(Table.query)  # type: ignore[method-assign]
     install_serializer()
     _cache_method_names()
+    _route_once()
     _share_botocore_data()
 
 
@@ -74,6 +91,92 @@ def _share_botocore_data() -> None:
             return list(services[key])
 
         loaders.Loader.list_available_services = list_available_services  # type: ignore[method-assign]
+
+
+def _query(original: Any) -> Any:
+    """moto's ``Table.query``, its listing limited to the queried partition key when it
+    reads the table itself (with ``SHARDMODEL_CHECK_MOTO_SPEED=1``, checked against
+    moto's whole-table listing)."""
+    import os
+
+    check = os.environ.get("SHARDMODEL_CHECK_MOTO_SPEED") == "1"
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name or hash_key is None:
+            return original(self, hash_key, *args, **kwargs)
+        token = _QUERIED.set((self, hash_key))
+        try:
+            result = original(self, hash_key, *args, **kwargs)
+        finally:
+            _QUERIED.reset(token)
+        if check:
+            expected = original(self, hash_key, *args, **kwargs)
+            if [i.to_json() for i in expected[0]] != [i.to_json() for i in result[0]] or (
+                expected[1:] != result[1:]
+            ):
+                raise AssertionError(f"moto query of {hash_key!r}: {expected} != {result}")
+        return result
+
+    return query
+
+
+def _route_once() -> None:
+    """moto finds a request's service by trying every service's URL patterns in turn (70
+    regular expressions for DynamoDB) on every request; a DynamoDB URL's handler is found
+    once and kept (moto's handlers are its response classes' ``dispatch``, the same for
+    every account, region and reset)."""
+    from moto.core import botocore_stubber
+
+    if "process_request" in _ORIGINAL:
+        return
+    stubber = botocore_stubber.BotocoreStubber
+    original = _ORIGINAL["process_request"] = stubber.process_request
+    routes: dict[str, Any] = {}
+
+    def process_request(self: Any, request: Any) -> Any:
+        handler = routes.get(request.url)
+        if handler is None:
+            handler = _dynamodb_handler(request.url)
+            if handler is None:
+                return original(self, request)
+            routes[request.url] = handler
+        from moto.core.exceptions import HTTPException
+        from moto.moto_api import recorder
+
+        normalized = botocore_stubber.normalize_request(request)
+        try:
+            recorder._record_request(normalized)
+            status, headers, body = handler(normalized, normalized.raw_url, normalized.headers)
+        except HTTPException as error:
+            return error.code, error.get_headers(), error.get_body()
+        return status, headers, body
+
+    stubber.process_request = process_request  # type: ignore[method-assign]
+
+
+def _dynamodb_handler(url: str) -> Any:
+    """moto's handler of ``url`` when it is DynamoDB's (as moto's stubber finds it)."""
+    import re
+    from urllib.parse import urlsplit
+
+    import moto.backend_index as backend_index
+    from moto.backends import get_backend
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.core.config import passthrough_service, passthrough_url, service_whitelisted
+
+    parts = urlsplit(url)
+    clean = f"{parts.scheme}://{parts.netloc}{parts.path}"
+    if parts.query or passthrough_url(clean):
+        return None
+    service = next(
+        (name for name, pattern in backend_index.backend_url_patterns if pattern.match(clean)),
+        None,
+    )
+    if service != "dynamodb" or passthrough_service(service) or not service_whitelisted(service):
+        return None
+    backend = get_backend(service)[DEFAULT_ACCOUNT_ID]["us-east-1"]
+    return next((method for u, method in backend.urls.items() if re.compile(u).match(clean)), None)
 
 
 def _cache_method_names() -> None:
