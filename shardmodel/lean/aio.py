@@ -55,12 +55,16 @@ class _LoopPool:
     ``post`` is called in an async call's greenlet and waits on the loop.
     """
 
-    def __init__(self, owner: AsyncLeanClient) -> None:
+    def __init__(self, owner: AsyncLeanClient, url: str) -> None:
         self._owner = owner
-        self.authority = owner._authority
+        self.url = url
+        self.authority = endpoint(url, "AsyncLeanClient")[3]
 
     def post(self, headers: Any, body: bytes, resend: bool = False) -> Any:
-        return await_(self._owner.loop_pool().post(headers, body, resend))
+        return await_(self._owner.loop_pool(self.url).post(headers, body, resend))
+
+    def close(self) -> None:
+        """Nothing to close here: the loops' pools close with their loops."""
 
 
 class AsyncLeanClient(LeanClient):
@@ -71,42 +75,51 @@ class AsyncLeanClient(LeanClient):
     """
 
     def __init__(self, client: Any) -> None:
-        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncHttpPool] = (
-            weakref.WeakKeyDictionary()
-        )
-        #: the pool of the last loop used (it knows its loop)
+        #: each loop's pools, by URL
+        self._pools: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, AsyncHttpPool]
+        ] = weakref.WeakKeyDictionary()
+        #: the pool of the last loop used (it knows its loop and URL)
         self._last: AsyncHttpPool | None = None
-        self._authority = endpoint(client.meta.endpoint_url, "AsyncLeanClient")[3]
         super().__init__(client, operations=client.meta.service_model.operation_names, weak=True)
         _clients.add(self)
 
-    def _pool(self) -> Any:
-        return _LoopPool(self)
+    def _pool(self, url: str | None = None) -> Any:
+        return _LoopPool(self, url or self.url)
 
-    def loop_pool(self) -> AsyncHttpPool:
-        """The running loop's pool (made on first use, bound to the loop)."""
+    def loop_pool(self, url: str) -> AsyncHttpPool:
+        """The running loop's pool to ``url`` (made on first use, bound to the loop)."""
         loop = asyncio.get_running_loop()
         last = self._last
-        if last is not None and last.loop is loop:
+        if last is not None and last.loop is loop and last.url == url:
             return last  # the loop of the request before: one look-up a request saved
-        pool = self._pools.get(loop)
+        pools = self._pools.get(loop)
+        if pools is None:
+            pools = self._pools[loop] = {}
+        pool = pools.get(url)
         if pool is None:
             config = self.meta.config
             session = self.client._endpoint.http_session
             pool = AsyncHttpPool(
-                self.url,
+                url,
                 connect_timeout=config.connect_timeout,
                 read_timeout=config.read_timeout,
                 verify=getattr(session, "_verify", True),
                 max_connections=config.max_pool_connections or 10,
             )
-            self._pools[loop] = pool
+            pools[url] = pool
             await_(pool.start())
         self._last = pool
         return pool
 
     def pools(self) -> list[AsyncHttpPool]:
-        return list(self._pools.values())
+        return [pool for pools in list(self._pools.values()) for pool in pools.values()]
+
+    def _elsewhere(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = run_blocking(
+            lambda: self.client._make_api_call(operation_name, api_params)
+        )
+        return result
 
     def _make_api_call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
         return self.call(operation_name, api_params)

@@ -25,9 +25,17 @@ serialized, as botocore does. The events' handlers are called through
 the emitter's per-event overhead; botocore's standard retry handler is not asked about
 a first-try 2xx response whose checksum matches, whose answer is known to be no).
 
-What it skips of botocore's pipeline: parameter validation
-(PynamoDB turns it off), the user-agent header, the ``request-created`` and
-``before-sign`` events, and the ``amz-sdk-*`` headers.
+Where and with which headers: botocore's own request building decides, once per
+operation and table (:class:`Wire`): the URL its endpoint ruleset resolves (an
+account-ID endpoint, ``https://<account>.ddb.<region>.amazonaws.com``, where the
+credentials carry an account and ``account_id_endpoint_mode`` allows it), the ruleset's
+headers and the ``User-Agent`` botocore writes for the client. Per call and attempt the
+``amz-sdk-invocation-id`` and ``amz-sdk-request`` headers are written as botocore's
+endpoint and retry handlers write them. A ruleset that asks for another signer or
+signing scope sends the operation through botocore instead.
+
+What it skips of botocore's pipeline: parameter validation (PynamoDB turns it off) and
+the ``request-created`` and ``before-sign`` events.
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ from shardmodel.lean.http import RESENDABLE, HttpPool
 from shardmodel.lean.private import missing_on
 from shardmodel.lean.sigv4 import Signer
 
-__all__ = ["LEAN_OPERATIONS", "LeanClient", "StandIn", "lean_client", "unsupported_reason"]
+__all__ = ["LEAN_OPERATIONS", "LeanClient", "StandIn", "Wire", "lean_client", "unsupported_reason"]
 
 #: Operations sent on the lean path; every other goes to the botocore client.
 LEAN_OPERATIONS = frozenset({"Query", "BatchGetItem"})
@@ -238,9 +246,50 @@ class _Operation:
     headers: dict[str, str]  # X-Amz-Target and Content-Type
     lowered: dict[str, str]  # the same, names in lower case (what Headers stores)
     events: EventNames = field(init=False)
+    resource: Callable[[dict[str, Any]], Any] = field(init=False)  # the endpoint's inputs
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "events", EventNames.of(self.suffix))
+        object.__setattr__(self, "resource", _resource(self.model))
+
+
+@frozen
+class Wire:
+    """Where botocore sends one operation's requests for one table, and its fixed headers.
+
+    ``signed``: the headers signed (target, content type, the endpoint ruleset's), as
+    given and in lower case; ``user_agent``: botocore's ``User-Agent`` for the client.
+    """
+
+    url: str
+    signed: dict[str, str]
+    lowered: dict[str, str]
+    user_agent: str
+
+
+def _resource(model: Any) -> Callable[[dict[str, Any]], Any]:
+    """The parameters an operation's endpoint depends on (its ruleset's context
+    parameters: the table name or ARN, a batch's tables), as a dict key."""
+    import jmespath
+
+    members = tuple(parameter.member_name for parameter in model.context_parameters)
+    paths = tuple(
+        jmespath.compile(spec["path"])
+        for spec in (getattr(model, "operation_context_parameters", None) or ())
+        if isinstance(spec, dict) and "path" in spec
+    )
+    if not paths and len(members) == 1:
+        (member,) = members
+        return lambda params: params.get(member)  # a table's name: the common case
+
+    def key(params: dict[str, Any]) -> Any:
+        found = [params.get(member) for member in members]
+        for path in paths:
+            value = path.search(params)
+            found.append(tuple(value) if isinstance(value, list) else value)
+        return tuple(found)
+
+    return key
 
 
 class StandIn:
@@ -291,6 +340,10 @@ class LeanClient(StandIn):
             )
         self.url = meta.endpoint_url.rstrip("/") + "/"
         self.pool = self._pool()
+        #: the pool of each other URL an endpoint ruleset sent a request to
+        self._pools_at: dict[str, Any] = {self.url: self.pool}
+        #: (operation, its endpoint's inputs) -> its Wire, or None: botocore sends it
+        self._wires: dict[tuple[str, Any], Wire | None] = {}
         request_signer = client._request_signer
         self._request_signer = request_signer
         self.signer = Signer(
@@ -299,16 +352,74 @@ class LeanClient(StandIn):
             service=request_signer._signing_name or "dynamodb",
         )
 
-    def _pool(self) -> Any:
-        """The sockets: the client's endpoint, timeouts, TLS verification and pool size."""
+    def _pool(self, url: str | None = None) -> Any:
+        """The sockets to ``url`` (the client's endpoint): the client's timeouts, TLS
+        verification and pool size."""
         config = self.meta.config
         session = self.client._endpoint.http_session
         return HttpPool(
-            self.url,
+            url or self.url,
             connect_timeout=config.connect_timeout,
             read_timeout=config.read_timeout,
             verify=getattr(session, "_verify", True),
             max_idle=config.max_pool_connections or 10,
+        )
+
+    def pool_at(self, url: str) -> Any:
+        """The pool of sockets to ``url`` (made on first use)."""
+        pool = self._pools_at.get(url)
+        if pool is None:
+            pool = self._pools_at.setdefault(url, self._pool(url))
+        return pool
+
+    def close(self) -> None:
+        """Close every socket this client opened."""
+        for pool in list(self._pools_at.values()):
+            pool.close()
+
+    def wire(self, operation_name: str, api_params: dict[str, Any]) -> Wire | None:
+        """Where and with which fixed headers botocore would send this request (None: a
+        signer or scope the lean path does not write; botocore sends it)."""
+        operation = self._operations[operation_name]
+        key = (operation_name, operation.resource(api_params))
+        try:
+            return self._wires[key]
+        except KeyError:
+            pass
+        wire = self._wires[key] = self._learn(operation, api_params)
+        return wire
+
+    def _learn(self, operation: _Operation, api_params: dict[str, Any]) -> Wire | None:
+        """Ask botocore's request building what it would send (without sending)."""
+        from botocore.context import start_as_current_context
+
+        client = self.client
+        model = operation.model
+        meta = self.meta
+        context: dict[str, Any] = {
+            "client_region": meta.region_name,
+            "client_config": meta.config,
+            "has_streaming_input": model.has_streaming_input,
+            "auth_type": model.resolved_auth_type,
+            "unsigned_payload": model.unsigned_payload,
+            "auth_options": meta.service_model.metadata.get("auth"),
+        }
+        with start_as_current_context():
+            url, extra, _ = client._resolve_endpoint_ruleset(model, api_params, context)
+            user_agent = client._user_agent_creator.to_string()
+        signing = context.get("signing") or {}
+        if (
+            context.get("auth_type") not in (None, "v4")
+            or signing.get("region", self.signer.region) != self.signer.region
+            or signing.get("signing_name", self.signer.service) != self.signer.service
+        ):
+            return None
+        signed = {**operation.headers, **(extra or {})}
+        return Wire(
+            url=url.rstrip("/") + "/",
+            signed=signed,
+            lowered={name.lower(): value for name, value in signed.items()},
+            user_agent=user_agent,
         )
 
     def _credentials(self) -> Any:
@@ -382,14 +493,18 @@ class LeanClient(StandIn):
                 context=context,
                 event_name=names.parameters,
             )
+        wire = self.wire(operation_name, api_params)
+        if wire is None:
+            return self._elsewhere(operation_name, api_params)
+        url = wire.url
         body = self._serialize(operation_name, api_params)
         request_dict: dict[str, Any] = {
             "url_path": "/",
             "query_string": "",
             "method": "POST",
-            "headers": dict(operation.headers),
+            "headers": dict(wire.signed),
             "body": body,
-            "url": self.url,
+            "url": url,
             "context": context,
         }
         answer = until_answer(
@@ -404,27 +519,43 @@ class LeanClient(StandIn):
             http, parsed = answer
         else:
             attempts = 0
-            authority = self.pool.authority
+            pool = self.pool if url == self.url else self.pool_at(url)
+            authority = pool.authority
+            seed = found.seed_max
+            update_retries = client._endpoint._update_retries_context
+            context.setdefault("client_config", self.meta.config)
+            http = parsed = None
             while True:
                 attempts += 1
+                # botocore's endpoint: one invocation id, the attempt, the ttl of a reply
+                update_retries(context, attempts, None if http is None else (http, parsed))
+                retries = context["retries"]
+                if seed is not None:
+                    retries["max"] = max(retries.get("max", 0), seed)
                 sent = request_dict["headers"]
                 headers = _headers()
-                if sent == operation.headers:  # as built above: no handler added one
-                    dict.update(headers, operation.lowered)
+                if sent == wire.signed:  # as built above: no handler added one
+                    dict.update(headers, wire.lowered)
                 else:
                     headers.update(sent)
                 dict.update(headers, self.signer.sign({"host": authority, **headers}, body))
+                # the headers botocore adds after signing (its request-created handlers)
+                headers["user-agent"] = wire.user_agent
+                headers["amz-sdk-invocation-id"] = retries["invocation-id"]
+                headers["amz-sdk-request"] = _sdk_request(retries)
                 request = (
                     None
                     if quiet_send(found)
                     else AWSPreparedRequest(
-                        "POST", self.url, headers, body, stream_output=False, context=context
+                        "POST", url, headers, body, stream_output=False, context=context
                     )
                 )
                 exception: Exception | None = None
                 http = parsed = None
                 try:
-                    http, parsed = self._attempt(operation, found, request, headers, body, attempts)
+                    http, parsed = self._attempt(
+                        operation, found, request, headers, body, attempts, pool
+                    )
                 except Exception as error:
                     exception = error
                 if found.received:
@@ -481,6 +612,7 @@ class LeanClient(StandIn):
         headers: Headers,
         body: bytes,
         attempts: int,
+        pool: Any,
     ) -> tuple[Any, dict[str, Any]]:
         """One attempt: a hook's answer or the server's, parsed as botocore parses it.
 
@@ -495,10 +627,10 @@ class LeanClient(StandIn):
             )
             headers, body = request.headers, request.body  # as the handlers left them
         if http is None:
-            sent = self.pool.post(headers, body, model.name in RESENDABLE)
+            sent = pool.post(headers, body, model.name in RESENDABLE)
             received = _headers()
             dict.update(received, sent.headers)  # already lower case
-            http = _HttpResponse(self.url, sent.status, received, sent.body)
+            http = _HttpResponse(pool.url, sent.status, received, sent.body)
         else:
             self._answered_here()
             received = Headers(http.headers)
@@ -516,6 +648,11 @@ class LeanClient(StandIn):
                 return http, parsed
         return http, self._botocore_parse(http, model)
 
+    def _elsewhere(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request through botocore (a signer the lean path does not write)."""
+        result: dict[str, Any] = self.client._make_api_call(operation_name, api_params)
+        return result
+
     def _answered_here(self) -> None:
         """An event handler answered the request instead of the server (nothing to do)."""
 
@@ -530,6 +667,11 @@ class LeanClient(StandIn):
         if http.status_code >= 300:
             endpoint._add_modeled_error_fields(response_dict, parsed, model, parser)
         return parsed
+
+
+def _sdk_request(retries: dict[str, Any]) -> str:
+    """The ``amz-sdk-request`` header botocore writes from a call's retries context."""
+    return "; ".join(f"{key}={retries[key]}" for key in ("ttl", "attempt", "max") if key in retries)
 
 
 def _response_dict(http: Any, model: Any) -> dict[str, Any]:

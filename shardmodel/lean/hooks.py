@@ -111,7 +111,8 @@ class Hooks:
         adders = [_extra_headers_of(handler) for handler in handlers[_SEND]]
         quiet = None if any(a is None for a in adders) else tuple(adders)
         safe = all(_never_blocks(h) for listed in handlers for h in listed)
-        resolved = Resolved._make([*handlers, names, standard, quiet, safe])
+        seed = _seeded_max(self._handlers("request-created." + names.provide.split(".", 1)[1]))
+        resolved = Resolved._make([*handlers, names, standard, quiet, safe, seed])
         if cache is not None and all(listed is not None for listed in lists):
             # kept with the look-up cache read before the lists: lists found after a
             # registration are newer than it, never older (else asked anew each time)
@@ -177,6 +178,19 @@ class Resolved(NamedTuple):
     #: every handler is one that never blocks its thread (:func:`nonblocking`), so many
     #: requests may wait together on one thread's event loop
     never_block: bool
+    #: the attempts botocore's standard retry mode writes in a first attempt's
+    #: ``amz-sdk-request`` (its ``request-created`` handler seeds them), else None
+    seed_max: int | None = None
+
+
+def _seeded_max(listed: Any) -> int | None:
+    """The attempts botocore's retry handler among ``request-created``'s handlers writes
+    into a first attempt's retries context (None: it has none, as older botocore)."""
+    for handler in listed or ():
+        if getattr(handler, "__name__", None) == "seed_max_attempts":
+            found = getattr(getattr(handler, "__self__", None), "_max_attempts", None)
+            return found if isinstance(found, int) else None
+    return None
 
 
 #: packages whose event handlers never block the thread they run in: they compute, or

@@ -326,6 +326,8 @@ def request_bytes(authority: str, headers: Any, body: bytes) -> bytes:
     for name, value in headers.items():
         if name.lower() not in ("host", "content-length"):
             lines.append(f"{name}: {value}\r\n")
+    if "accept-encoding" not in headers:  # as botocore's HTTP layer (http.client) writes
+        lines.append("Accept-Encoding: identity\r\n")
     lines.append(f"Content-Length: {len(body)}\r\n\r\n")
     return "".join(lines).encode("latin-1") + body
 

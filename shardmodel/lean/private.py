@@ -32,6 +32,7 @@ MODULE_NAMES: tuple[tuple[str, str, str | None], ...] = (
     ("botocore.endpoint", "Endpoint", "_add_modeled_error_fields"),
     ("botocore.client", "BaseClient", "_make_api_call"),
     ("botocore.awsrequest", "AWSPreparedRequest", None),
+    ("botocore.context", "start_as_current_context", None),
 )
 
 #: Attribute paths read on a botocore DynamoDB client instance.
@@ -41,7 +42,10 @@ CLIENT_NAMES: tuple[str, ...] = (
     "_request_signer._signing_name",
     "_serializer",
     "_endpoint._response_parser_factory",
+    "_endpoint._update_retries_context",
     "_endpoint.http_session",
+    "_resolve_endpoint_ruleset",
+    "_user_agent_creator",
 )
 
 

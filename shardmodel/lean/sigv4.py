@@ -100,6 +100,16 @@ class Signer:
                 self._keys[(secret, day)] = found = key
         return found
 
+    @property
+    def region(self) -> str:
+        """The region requests are signed for."""
+        return self._region
+
+    @property
+    def service(self) -> str:
+        """The signing name requests are signed for."""
+        return self._service
+
     def sign(self, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
         """The headers to add to a ``POST /`` with ``headers`` (including ``host``).
 
