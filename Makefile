@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install demo test stress unit integration property lint docs doctest examples bench deep exhaustive mutants screenshots clean
+.PHONY: install demo test stress unit integration property lint docs doctest examples bench deep exhaustive mutants screenshots compat clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -132,5 +132,24 @@ screenshots: docs
 		$$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y -q chromium; }
 	$(PY) -m pytest -q -p no:randomly tests/unit/test_docs_screens.py
 
+# The ends of the supported range, each in a venv of its own under .venv-compat: the lowest
+# botocore and boto3 setup.cfg allows (where the lean path steps aside to botocore, saying
+# why), the newest on the registry, and beside aioboto3 (which pins a botocore of its own).
+# Each runs the conformance suites and the query tests; the line before each run names the
+# versions it has. LeanFallbackWarning is expected where the lean path steps aside.
+COMPAT_ENDS = low:botocore==1.34.0,boto3==1.34.0 newest:botocore,boto3 aioboto3:aioboto3
+COMPAT_TESTS = tests/unit/test_lean_conformance.py tests/integration/test_lean_conformance.py \
+	tests/unit/test_query.py tests/integration/test_query_equivalence.py
+compat: $(NODE_STAMP)
+	@set -e; for end in $(COMPAT_ENDS); do \
+		name=$${end%%:*}; pins=$$(echo "$${end#*:}" | tr , ' '); venv=.venv-compat/$$name; \
+		[ -x $$venv/bin/python ] || python3 -m venv $$venv; \
+		$$venv/bin/pip install -q -e '.[dev,async]' && $$venv/bin/pip install -q --upgrade $$pins; \
+		echo "== compat $$name: $$($$venv/bin/python -c 'import botocore, boto3, pynamodb; \
+			print("botocore", botocore.__version__, "boto3", boto3.__version__, "pynamodb", pynamodb.__version__)')"; \
+		$$venv/bin/python -m pytest -q -p no:cacheprovider -n 2 \
+			-W "ignore::shardmodel.lean.private.LeanFallbackWarning" $(COMPAT_TESTS); \
+	done
+
 clean:
-	rm -rf $(VENV) node_modules mutants docs/_build docs/_generated .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-compat node_modules mutants docs/_build docs/_generated .mypy_cache .ruff_cache .pytest_cache .hypothesis
