@@ -62,7 +62,7 @@ from shardmodel.lean.hooks import (
     until_answer,
 )
 from shardmodel.lean.http import RESENDABLE, HttpPool
-from shardmodel.lean.private import missing_on
+from shardmodel.lean.private import missing_on, protocol
 from shardmodel.lean.sigv4 import Signer
 
 __all__ = ["LEAN_OPERATIONS", "LeanClient", "StandIn", "Wire", "lean_client", "unsupported_reason"]
@@ -172,7 +172,7 @@ def unsupported_reason(client: Any) -> str | None:
 
     meta = client.meta
     model = meta.service_model
-    if model.service_name != "dynamodb" or model.resolved_protocol != "json":
+    if model.service_name != "dynamodb" or protocol(model) != "json":
         return "not botocore's DynamoDB JSON client"
     parts = urlsplit(meta.endpoint_url or "")
     if parts.scheme not in ("http", "https") or parts.path not in ("", "/") or parts.query:
@@ -660,9 +660,7 @@ class LeanClient(StandIn):
         """What botocore's endpoint makes of a response (errors, odd bodies)."""
         endpoint = self.client._endpoint
         response_dict = _response_dict(http, model)
-        parser = endpoint._response_parser_factory.create_parser(
-            model.service_model.resolved_protocol
-        )
+        parser = endpoint._response_parser_factory.create_parser(protocol(model.service_model))
         parsed: dict[str, Any] = parser.parse(response_dict, model.output_shape)
         if http.status_code >= 300:
             endpoint._add_modeled_error_fields(response_dict, parsed, model, parser)

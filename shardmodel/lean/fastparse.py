@@ -33,6 +33,8 @@ from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
+from shardmodel.lean.private import protocol
+
 __all__ = ["FAST_OPERATIONS", "install", "own_requests", "parse_body"]
 
 #: Operations whose successful responses are parsed here.
@@ -69,7 +71,7 @@ def install(client: Any) -> bool:
     if client in _installed:
         return True  # registering is a no-op then, but botocore inspects the handler first
     meta = client.meta
-    if meta.service_model.resolved_protocol != "json":
+    if protocol(meta.service_model) != "json":
         return False
     service_id = meta.service_model.service_id.hyphenize()
     for operation in FAST_OPERATIONS:

@@ -17,7 +17,14 @@ import inspect
 import warnings
 from typing import Any
 
-__all__ = ["CLIENT_NAMES", "MODULE_NAMES", "LeanFallbackWarning", "missing", "missing_on"]
+__all__ = [
+    "CLIENT_NAMES",
+    "MODULE_NAMES",
+    "LeanFallbackWarning",
+    "missing",
+    "missing_on",
+    "protocol",
+]
 
 
 class LeanFallbackWarning(UserWarning):
@@ -47,6 +54,14 @@ CLIENT_NAMES: tuple[str, ...] = (
     "_resolve_endpoint_ruleset",
     "_user_agent_creator",
 )
+
+
+def protocol(service_model: Any) -> str:
+    """The wire protocol botocore speaks to a service: ``resolved_protocol`` where botocore
+    has it (it chooses among a model's ``protocols``), else the model's one ``protocol``
+    (botocore before 1.35 or so, inside the range setup.cfg allows)."""
+    resolved = getattr(service_model, "resolved_protocol", None)
+    return str(resolved if resolved is not None else service_model.protocol)
 
 
 def _version() -> str:

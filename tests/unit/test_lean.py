@@ -1162,6 +1162,22 @@ def test_a_botocore_without_a_name_the_lean_path_uses_makes_it_step_aside(
         assert "lacks client._request_signer._signing_name" in str(unsupported_reason(client))
 
 
+def test_a_botocore_without_resolved_protocol_still_reads_the_model_s_protocol() -> None:
+    """botocore 1.34 (the lowest setup.cfg allows) has no ``resolved_protocol``: the
+    client's protocol is then its model's ``protocol`` (make compat runs that botocore)."""
+
+    class Older:
+        protocol = "json"
+
+    class Newer(Older):
+        resolved_protocol = "smithy-rpc-v2-cbor"
+
+    from shardmodel.lean import private
+
+    assert private.protocol(Older()) == "json"
+    assert private.protocol(Newer()) == "smithy-rpc-v2-cbor"
+
+
 def test_nothing_is_set_on_the_user_s_client_and_it_is_freed_as_without_us() -> None:
     """The lean and async stand-ins live in tables keyed weakly by the botocore client and
     hold it weakly: no attribute appears on the client, and dropping it frees it."""
