@@ -134,3 +134,141 @@ def test_item_operations_serialize_as_moto_does() -> None:
         got = json.loads(fast(serializer, result)["body"])
         assert got == expected, operation
         assert "ConsumedCapacityUnits" not in got and "LastEvaluatedKey" not in got
+
+
+def _conversation() -> list[tuple[str, dict[str, Any]]]:
+    """A table's life in DynamoDB's item operations, errors included."""
+    key = {"k": {"S": "a"}, "s": {"N": "1"}}
+    item = {**key, "b": {"B": b"\x00\xff"}, "l": {"L": [{"N": "1.50"}, {"NULL": True}]}}
+    table = {"TableName": "light"}
+    return [
+        ("describe_table", table),
+        ("put_item", {**table, "Item": item, "ReturnConsumedCapacity": "TOTAL"}),
+        ("put_item", {**table, "Item": item, "ConditionExpression": "attribute_not_exists(k)"}),
+        ("get_item", {**table, "Key": key, "ConsistentRead": True}),
+        (
+            "update_item",
+            {
+                **table,
+                "Key": key,
+                "UpdateExpression": "ADD c :one",
+                "ExpressionAttributeValues": {":one": {"N": "2"}},
+                "ReturnValues": "ALL_NEW",
+            },
+        ),
+        (
+            "batch_write_item",
+            {
+                "RequestItems": {
+                    "light": [
+                        {"PutRequest": {"Item": {"k": {"S": "a"}, "s": {"N": str(n)}}}}
+                        for n in range(2, 6)
+                    ]
+                }
+            },
+        ),
+        (
+            "query",
+            {
+                **table,
+                "KeyConditionExpression": "k = :k",
+                "Limit": 2,
+                "ExpressionAttributeValues": {":k": {"S": "a"}},
+            },
+        ),
+        ("batch_get_item", {"RequestItems": {"light": {"Keys": [key, {**key, "s": {"N": "9"}}]}}}),
+        (
+            "transact_write_items",
+            {
+                "TransactItems": [
+                    {"Delete": {**table, "Key": {"k": {"S": "a"}, "s": {"N": "2"}}}},
+                ]
+            },
+        ),
+        ("scan", {**table, "Select": "COUNT"}),
+        ("delete_item", {**table, "Key": key, "ReturnValues": "ALL_OLD"}),
+        ("get_item", {"TableName": "missing", "Key": key}),
+        (
+            "query",
+            {
+                **table,
+                "KeyConditionExpression": "nope = :k",
+                "ExpressionAttributeValues": {":k": {"S": "a"}},
+            },
+        ),
+    ]
+
+
+def _answers(light: bool) -> list[tuple[int, Any]]:
+    import boto3
+
+    from shardmodel.testing import FAKE_CREDENTIALS, mock_dynamodb
+
+    moto_speed._LIGHT = light
+    answers: list[tuple[int, Any]] = []
+    dispatch = moto_speed._light_dispatch
+    light_ones: list[str] = []
+
+    def counted(cls: Any, request: Any) -> Any:
+        light_ones.append(request.headers["X-Amz-Target"])
+        return dispatch(cls, request)
+
+    moto_speed._light_dispatch = counted
+    try:
+        with mock_dynamodb():
+            client = boto3.client(
+                "dynamodb",
+                region_name="eu-west-1",
+                aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            )
+            client.create_table(
+                TableName="light",
+                KeySchema=[
+                    {"AttributeName": "k", "KeyType": "HASH"},
+                    {"AttributeName": "s", "KeyType": "RANGE"},
+                ],
+                AttributeDefinitions=[
+                    {"AttributeName": "k", "AttributeType": "S"},
+                    {"AttributeName": "s", "AttributeType": "N"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            for operation, arguments in _conversation():
+                try:
+                    answer = getattr(client, operation)(**arguments)
+                except client.exceptions.ClientError as error:
+                    answer = dict(error.response)
+                meta = answer.pop("ResponseMetadata")
+                headers = meta["HTTPHeaders"]
+                assert len(headers.pop("x-amzn-requestid")) == 52
+                for varying in ("date", "x-amz-crc32", "content-length"):
+                    headers.pop(varying, None)
+                if "Table" in answer:  # its creation time differs between the sessions
+                    answer["Table"].pop("CreationDateTime")
+                answers.append((meta["HTTPStatusCode"], {**answer, "headers": headers}))
+    finally:
+        moto_speed._LIGHT = True
+        moto_speed._light_dispatch = dispatch
+    # every request of the conversation (the table's creation too) went the way asked
+    assert len(light_ones) == (len(answers) + 1 if light else 0)
+    return answers
+
+
+def test_the_light_dispatch_answers_as_moto_s_request_building_does() -> None:
+    """Every item operation, a conditional failure, a missing table and a validation error
+    get the same status, body and headers (all but the request id, date and checksum)
+    when moto's request is built from botocore's without werkzeug, in another region
+    than moto's default."""
+    light, built = _answers(True), _answers(False)
+    assert [status for status, _ in built].count(400) == 3
+    assert light == built
+
+
+def test_the_request_id_reaches_an_xml_body_as_moto_writes_it() -> None:
+    headers: dict[str, Any] = {"status": 200}
+    body = "<Response><RequestId>x</RequestId></Response>"
+    headers, body = moto_speed._enrich_response(headers, body)
+    assert headers["status"] == "200"
+    assert body == f"<Response><RequestId>{headers['x-amzn-requestid']}</RequestId></Response>"
+    assert moto_speed._enrich_response({}, '{"a": 1}')[1] == '{"a": 1}'
