@@ -8,6 +8,12 @@ the converted values instead, computed once per item. The order is the same:
 ``DynamoType`` orders and compares by its converted value, and a table's key attributes
 have one type each (its schema), so the type ``__eq__`` also compares is always equal.
 ``tests/unit/test_moto_speed.py`` checks the two orders agree on drawn keys.
+
+The rest of the module takes moto's per-request costs that change nothing it answers:
+a table Query lists only its partition, DynamoDB results are serialized by a walk of the
+response shape, a DynamoDB JSON request reaches its handler without a werkzeug request
+built from it, a request id is drawn in one call, and botocore's data files are read once
+per process; the same test module compares each against moto's own path.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ def all_items(self: Any) -> list[Any]:
 
 
 def install() -> None:
-    """Replace moto's ``Table.all_items`` for this process (idempotent)."""
+    """Make in-process moto cheaper for this process, answering as before (idempotent)."""
     from moto.dynamodb.models.table import Table
 
     if "all_items" not in _ORIGINAL:
@@ -61,6 +67,7 @@ def install() -> None:
     install_serializer()
     _cache_method_names()
     _route_once()
+    _draw_request_ids_at_once()
     _share_botocore_data()
 
 
@@ -155,10 +162,15 @@ def _route_once() -> None:
         return status, headers, body
 
     stubber.process_request = process_request  # type: ignore[method-assign]
+
+
+def _draw_request_ids_at_once() -> None:
+    """Replace moto's ``BaseResponse._enrich_response`` with :func:`_enrich_response`."""
     from moto.core.responses import BaseResponse
 
-    _ORIGINAL["enrich"] = BaseResponse.__dict__["_enrich_response"]
-    BaseResponse._enrich_response = staticmethod(_enrich_response)  # type: ignore[method-assign]
+    if "enrich" not in _ORIGINAL:
+        _ORIGINAL["enrich"] = BaseResponse.__dict__["_enrich_response"]
+        BaseResponse._enrich_response = staticmethod(_enrich_response)  # type: ignore[method-assign]
 
 
 #: False to send every request through moto's own request building (the light dispatch's
