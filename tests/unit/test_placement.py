@@ -28,7 +28,14 @@ from shardmodel import (
 from shardmodel.engine import Placement
 from shardmodel.engine.query_plan import plan_query
 from shardmodel.keyspace.dynamic import DynamicShards
-from shardmodel.keyspace.phases import MOVE_MARKER, MOVED, ActiveMigration, MigrationState, Phase
+from shardmodel.keyspace.phases import (
+    FENCED,
+    MOVE_MARKER,
+    MOVED,
+    ActiveMigration,
+    MigrationState,
+    Phase,
+)
 from shardmodel.keyspace.strategies import KeyValues
 from tests.models import DailyEvent, DynamicEvent, HashedEvent, RandomEvent
 
@@ -156,6 +163,27 @@ def test_reads_keep_the_copy_that_holds_the_item() -> None:
         assert placement.current([moving, new], lambda raw: MOVING)["v"]["S"] == "old"
         assert placement.current([moved, new], lambda raw: MOVING)["v"]["S"] == "new"
         assert MOVE_MARKER not in placement.current([moving, new], lambda raw: MOVING)
+
+
+def test_a_copy_moved_after_the_read_passed_its_new_key_is_read_where_it_went() -> None:
+    """Only the old copy came back, marked moved or fenced (the move ran between the
+    read's requests): a consistent lookup of its new key reads the copy the move made;
+    without a lookup, no copy holds the item."""
+    old = {"sensor": {"S": "k#1"}, "v": {"S": "old"}}
+    went = {"sensor": {"S": "k#0"}, "v": {"S": "new"}}
+    asked: list[tuple[str, str]] = []
+
+    def lookup(key: str, raw: dict[str, Any]) -> dict[str, Any]:
+        asked.append((key, raw["sensor"]["S"]))
+        return went
+
+    for marker in (MOVED, FENCED):
+        placement = Placement(HASH_2, _migration(Phase.READ_NEW, HASH_2, HASH_3), key_name="sensor")
+        marked = {**old, MOVE_MARKER: {"S": marker}}
+        assert placement.current([marked], lambda raw: MOVING, lookup) == went
+        assert placement.current([marked], lambda raw: MOVING) is None
+        assert placement.current([old], lambda raw: MOVING, lookup) == old  # not moved
+    assert asked == [("k#0", "k#1")] * 2
 
 
 def test_a_compaction_keeps_the_copy_on_the_retired_shard() -> None:
