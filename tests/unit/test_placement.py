@@ -165,6 +165,20 @@ def test_reads_keep_the_copy_that_holds_the_item() -> None:
         assert MOVE_MARKER not in placement.current([moving, new], lambda raw: MOVING)
 
 
+@pytest.mark.parametrize(
+    ("phase", "writes"),
+    [(Phase.DUAL_WRITE, "k#1"), (Phase.READ_NEW, "k#0"), (Phase.CLEANUP, "k#0")],
+)
+def test_a_tokened_increment_keeps_the_old_layout_and_an_untokened_one_the_written(
+    phase: Phase, writes: str
+) -> None:
+    """A tokened increment stays on the old layout through the change (its retry in a
+    later phase meets its own record); an untokened one goes where the phase writes."""
+    placement = Placement(HASH_2, _migration(phase, HASH_2, HASH_3))
+    assert placement.increment_keys(MOVING, True, what="add", bound=8) == ["k#1"]
+    assert placement.increment_keys(MOVING, False, what="add", bound=8) == [writes]
+
+
 def test_a_copy_moved_after_the_read_passed_its_new_key_is_read_where_it_went() -> None:
     """Only the old copy came back, marked moved or fenced (the move ran between the
     read's requests): a consistent lookup of its new key reads the copy the move made;
