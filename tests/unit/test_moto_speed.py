@@ -247,6 +247,7 @@ def _answers(light: bool) -> list[tuple[int, Any]]:
                 if "Table" in answer:  # its creation time differs between the sessions
                     answer["Table"].pop("CreationDateTime")
                 answers.append((meta["HTTPStatusCode"], {**answer, "headers": headers}))
+        assert moto_speed._LIGHT is light  # the light runs never stepped aside
     finally:
         moto_speed._LIGHT = True
         moto_speed._light_dispatch = dispatch
@@ -272,3 +273,33 @@ def test_the_request_id_reaches_an_xml_body_as_moto_writes_it() -> None:
     assert headers["status"] == "200"
     assert body == f"<Response><RequestId>{headers['x-amzn-requestid']}</RequestId></Response>"
     assert moto_speed._enrich_response({}, '{"a": 1}')[1] == '{"a": 1}'
+
+
+def test_a_light_dispatch_this_moto_does_not_take_steps_aside_and_answers() -> None:
+    """A moto release whose response classes no longer take what the light dispatch sets
+    (5.2.6 changed how they find the action) gets moto's own path, with a warning, instead
+    of an error in every test."""
+    import boto3
+    import pytest
+
+    from shardmodel.testing import FAKE_CREDENTIALS, mock_dynamodb
+
+    dispatch = moto_speed._light_dispatch
+
+    def broken(cls: Any, request: Any) -> Any:
+        raise AttributeError("'NoneType' object has no attribute 'content_type'")
+
+    moto_speed._light_dispatch = broken
+    try:
+        with mock_dynamodb(), pytest.warns(moto_speed.MotoSpeedFallback, match="moto"):
+            client = boto3.client(
+                "dynamodb",
+                region_name="us-east-1",
+                aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            )
+            assert client.list_tables()["TableNames"] == []
+            assert moto_speed._LIGHT is False
+    finally:
+        moto_speed._LIGHT = True
+        moto_speed._light_dispatch = dispatch
