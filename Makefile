@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install constraints demo test stress unit integration property lint docs doctest examples bench deep exhaustive mutants screenshots compat clean
+.PHONY: install constraints demo test stress unit integration property lint docs doctest examples bench deep exhaustive plants mutants screenshots compat clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -63,6 +63,11 @@ deep:
 # every case of the migration interleavings (make test runs a fixed slice and a seeded draw)
 exhaustive: $(STAMP)
 	SHARDMODEL_EXHAUSTIVE=1 $(PY) -m pytest tests/unit/test_phase_interleavings.py $(PYTEST_FLAGS)
+
+# every bug of tests/plants.toml planted in a copy of the checkout, its make test tests run
+# there: each must fail (PLANTS="name ..." for some)
+plants: $(STAMP) $(NODE_STAMP)
+	$(PY) -m tests.plants $(PLANTS)
 
 integration: $(STAMP) $(NODE_STAMP)
 	$(PY) -m pytest tests/integration $(PYTEST_FLAGS)
@@ -129,7 +134,7 @@ MUTANT_TEST_TIMEOUT ?= 60
 
 $(MUTATION_STAMP): setup.cfg $(STAMP)
 	@echo "Installing mutmut (the mutation extra)..."
-	$(PY) -m pip install --quiet $$($(EXTRA) mutation)
+	$(PY) -m pip install --quiet -c constraints.txt $$($(EXTRA) mutation)
 	touch $@
 
 mutants: $(STAMP) $(MUTATION_STAMP)
