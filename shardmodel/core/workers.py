@@ -18,6 +18,7 @@ Set ``SHARDMODEL_SYNC_FANOUT=threads`` to keep sync callers on the threads.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import sys
 import threading
@@ -64,7 +65,7 @@ class Replies(Protocol[_R]):
 class Task(Generic[_R]):
     """One call handed to the workers; put on its ``replies`` queue once, run or skipped."""
 
-    __slots__ = ("args", "call", "cancelled", "error", "replies", "result", "tag")
+    __slots__ = ("args", "call", "cancelled", "context", "error", "replies", "result", "tag")
 
     def __init__(
         self,
@@ -78,6 +79,7 @@ class Task(Generic[_R]):
         self.replies = replies
         self.tag = tag  # the caller's: which request this is
         self.cancelled = False
+        self.context: contextvars.Context | None = None  # a thread's task: the caller's
         self.result: _R | None = None
         self.error: BaseException | None = None
 
@@ -110,8 +112,15 @@ class Workers:
         replies: Replies[_R],
         tag: Any = None,
     ) -> Task[_R]:
-        """Run ``call(*args)`` on a worker; the task goes to ``replies`` when done."""
+        """Run ``call(*args)`` on a worker; the task goes to ``replies`` when done.
+
+        The call runs in a copy of the caller's context, as a loop task does: what the
+        caller's code set in context variables (the current span of a tracer, such as
+        OpenTelemetry's, whose botocore instrumentation makes each request's span a
+        child of it) holds in the request it hands to a thread.
+        """
         task = Task(call, args, replies, tag)
+        task.context = contextvars.copy_context()
         with self._lock:
             if self._idle:
                 self._idle -= 1  # an idle thread takes it
@@ -132,7 +141,7 @@ class Workers:
             task = jobs.get()
             if not task.cancelled:
                 try:
-                    task.result = task.call(*task.args)
+                    task.result = task.context.run(task.call, *task.args)  # type: ignore[union-attr]
                 except BaseException as error:  # handed to the caller's thread
                     task.error = error
             task.replies.put(task)
