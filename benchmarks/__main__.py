@@ -1,7 +1,7 @@
 """Run every benchmark: `python -m benchmarks` (write path, merged query and its floor,
-the async API against the sync one, rounds per read, ordered-shard boundaries, the
-request-path candidates, a 20,000-item shard count change, straight and aborted, and a
-20,000-reading time series' count change).
+the async API against the sync one, what tracing costs, rounds per read, ordered-shard
+boundaries, the request-path candidates, a 20,000-item shard count change, straight and
+aborted, and a 20,000-reading time series' count change).
 
 Each runs in a fresh interpreter. In one process the write path's in-process moto
 left its ``before-send`` stub in botocore's built-in handlers (so on every client the
@@ -19,6 +19,7 @@ BENCHMARKS = (
     ("write_path",),
     ("query_bench",),
     ("aio_bench",),
+    ("tracing_bench",),
     ("rounds",),
     ("boundaries_bench",),
     ("candidates",),

@@ -1,6 +1,7 @@
 """shardmodel: shard hot DynamoDB partition keys transparently on PynamoDB models."""
 
 from shardmodel.attributes import ShardedKeyAttribute
+from shardmodel.core.telemetry import instrument, uninstrument
 from shardmodel.counters import CounterAttribute, TokenWindow
 from shardmodel.dynamic.metadata import HistoryEntry, ShardMetadata
 from shardmodel.engine import sharding_of
@@ -82,6 +83,8 @@ __all__ = [
     "UnsupportedOperationError",
     "__version__",
     "herd_offset",
+    "instrument",
     "sharding_of",
     "throttling_reasons",
+    "uninstrument",
 ]

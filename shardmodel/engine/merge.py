@@ -25,6 +25,7 @@ from attrs import frozen
 from pynamodb.attributes import Attribute
 from pynamodb.constants import NUMBER
 
+from shardmodel.core.telemetry import Operation
 from shardmodel.core.workers import Replies, Runner, Task, usable_here, workers
 from shardmodel.engine.cursor import CURSOR_VERSION, Cursor, RawKey, position, raw_key
 
@@ -259,6 +260,11 @@ class MergedQuery(Generic[_T]):
         self.items_read = 0
         self.requests = 0
         self.consumed_capacity = 0.0
+        self._operation: Operation | None = None
+
+    def observe(self, operation: Operation) -> None:
+        """Send every request under ``operation``'s span, and end it when this query ends."""
+        self._operation = operation
 
     # -- iteration --------------------------------------------------------------------
 
@@ -316,7 +322,9 @@ class MergedQuery(Generic[_T]):
                         empty()
                     return False
                 self._activate(self._active + 1)
-        except BaseException:
+        except BaseException as error:
+            if self._operation is not None:
+                self._operation.fail(error)
             self.close()
             raise
 
@@ -339,12 +347,28 @@ class MergedQuery(Generic[_T]):
             self._done.get()
             self._inflight -= 1
         self._waiting.clear()  # the heap stays: the cursor still needs what it holds
+        self._end_operation()
+
+    def _end_operation(self) -> None:
+        operation = self._operation
+        if operation is not None:
+            self._operation = None
+            operation.set(
+                shards=self.shard_count,
+                requests=self.requests,
+                items_read=self.items_read,
+                items=self.total_count,
+                consumed_capacity=self.consumed_capacity,
+            )
+            operation.end()
 
     def __del__(self) -> None:
         for group in getattr(self, "_groups", ()):
             for shard in group:
                 if shard.task is not None:
                     shard.task.cancel()
+        if getattr(self, "_operation", None) is not None:
+            self._end_operation()  # left unfinished: its span ends when it goes
 
     @property
     def outstanding(self) -> int:
@@ -435,9 +459,19 @@ class MergedQuery(Generic[_T]):
             return  # at this query's share of the pool; _fill schedules it later
         if page is None:
             page = self._page(first=shard.next_start is shard.start and shard.last is None)
-        shard.task = self._runner.submit(
-            self._fetch, (shard.key, shard.next_start, page), self._done, shard
-        )
+        operation = self._operation
+        if operation is None:
+            shard.task = self._runner.submit(
+                self._fetch, (shard.key, shard.next_start, page), self._done, shard
+            )
+        else:  # the task runs in a copy of the context, its span this query's
+            token = operation.attach()
+            try:
+                shard.task = self._runner.submit(
+                    self._fetch, (shard.key, shard.next_start, page), self._done, shard
+                )
+            finally:
+                operation.detach(token)
         self._inflight += 1
 
     def _fill(self) -> None:

@@ -49,6 +49,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from shardmodel.core import telemetry
 from shardmodel.core.bridge import sleep
 from shardmodel.lean.fastparse import parse_body
 from shardmodel.lean.hooks import (
@@ -466,7 +467,24 @@ class LeanClient(StandIn):
     # -- botocore's pipeline, for one call -------------------------------------------
 
     def call(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
-        """Send one request; the parsed response, or the exception botocore raises."""
+        """Send one request; the parsed response, or the exception botocore raises.
+
+        With OpenTelemetry on (:mod:`shardmodel.core.telemetry`), the request and its
+        attempts are one span, a child of the logical operation's.
+        """
+        traced = telemetry.request(operation_name, api_params, self.meta.region_name)
+        if traced is None:
+            return self._send(operation_name, api_params)
+        try:
+            result = self._send(operation_name, api_params)
+        except BaseException as error:
+            traced.failed(error)
+            raise
+        traced.answered(result)
+        return result
+
+    def _send(self, operation_name: str, api_params: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`call`'s request, through botocore's events as botocore sends it."""
         from botocore.awsrequest import AWSPreparedRequest
 
         client = self.client

@@ -15,6 +15,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import BatchWrite, Model
 
+from shardmodel.core import telemetry
 from shardmodel.dynamic.metadata import ShardMetadata
 from shardmodel.engine import (
     codec,
@@ -197,9 +198,19 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
                     f"{cls.__name__}.get(shard_by=...): the table's partition key is not "
                     "sharded, so there is no shard to choose; leave shard_by out"
                 )
-            return super().get(hash_key, range_key, consistent_read, attributes_to_get)
-        return reads.get(
-            cls, hash_key, range_key, consistent_read, attributes_to_get, super().get, shard_by
+            plain_get = super().get
+            return telemetry.traced(
+                "get",
+                cls,
+                lambda: plain_get(hash_key, range_key, consistent_read, attributes_to_get),
+            )
+        plain = super().get
+        return telemetry.traced(
+            "get",
+            cls,
+            lambda: reads.get(
+                cls, hash_key, range_key, consistent_read, attributes_to_get, plain, shard_by
+            ),
         )
 
     @classmethod
@@ -215,15 +226,23 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         ``(hash_key, range_key, {"event_id": ...})`` reads that key's one shard.
         """
         if sharding_of(cls).spec.table_key() is None:
-            return super().batch_get(items, consistent_read, attributes_to_get)
-        return reads.batch_get(cls, items, consistent_read, attributes_to_get)
+            plain = super().batch_get
+            return telemetry.traced_stream(
+                "batch_get", cls, lambda: plain(items, consistent_read, attributes_to_get)
+            )
+        return telemetry.traced_stream(
+            "batch_get",
+            cls,
+            lambda: reads.batch_get(cls, items, consistent_read, attributes_to_get),
+        )
 
     def refresh(self, consistent_read: bool = False) -> None:
         """Reload this item; an instance of unknown shard is looked up on every candidate."""
+        plain = super().refresh
         if sharding_of(type(self)).spec.table_key() is None:
-            super().refresh(consistent_read)
+            telemetry.traced("refresh", type(self), lambda: plain(consistent_read))
             return
-        reads.refresh(self, consistent_read, super().refresh)
+        telemetry.traced("refresh", type(self), lambda: reads.refresh(self, consistent_read, plain))
 
     @classmethod
     def get_operation_kwargs_from_class(
@@ -269,23 +288,28 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         ``max_requests`` bounds the partitions (buckets x shards) read (default
         ``Meta.max_requests``, else 1,000); a query over more raises before sending.
         """
-        return queries.query(
+        plain = super().query
+        return telemetry.traced_stream(
+            "query",
             cls,
-            hash_key,
-            range_key_condition,
-            filter_condition,
-            consistent_read,
-            index_name,
-            scan_index_forward,
-            limit,
-            last_evaluated_key,
-            attributes_to_get,
-            page_size,
-            rate_limit,
-            parallelism=parallelism,
-            time_range=time_range,
-            max_requests=max_requests,
-            plain=super().query,
+            lambda: queries.query(
+                cls,
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                scan_index_forward,
+                limit,
+                last_evaluated_key,
+                attributes_to_get,
+                page_size,
+                rate_limit,
+                parallelism=parallelism,
+                time_range=time_range,
+                max_requests=max_requests,
+                plain=plain,
+            ),
         )
 
     @classmethod
@@ -304,20 +328,25 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         max_requests: int | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
-        return counts.count(
+        plain = super().count
+        return telemetry.traced(
+            "count",
             cls,
-            hash_key,
-            range_key_condition,
-            filter_condition,
-            consistent_read,
-            index_name,
-            limit,
-            rate_limit,
-            parallelism=parallelism,
-            time_range=time_range,
-            max_requests=max_requests,
-            plain=super().count,
-            query_model=cls.query,
+            lambda: counts.count(
+                cls,
+                hash_key,
+                range_key_condition,
+                filter_condition,
+                consistent_read,
+                index_name,
+                limit,
+                rate_limit,
+                parallelism=parallelism,
+                time_range=time_range,
+                max_requests=max_requests,
+                plain=plain,
+                query_model=cls.query,
+            ),
         )
 
     @classmethod
@@ -346,19 +375,24 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         DynamoDB would compare ``"u#7"``), so it matches what it matches on an unsharded
         table; the scan then reads (and is charged for) every item, as any scan is.
         """
-        return migrating_scans.scan(
+        plain = super().scan
+        return telemetry.traced_stream(
+            "scan",
             cls,
-            filter_condition,
-            segment,
-            total_segments,
-            limit,
-            last_evaluated_key,
-            page_size,
-            consistent_read,
-            index_name,
-            rate_limit,
-            attributes_to_get,
-            super().scan,
+            lambda: migrating_scans.scan(
+                cls,
+                filter_condition,
+                segment,
+                total_segments,
+                limit,
+                last_evaluated_key,
+                page_size,
+                consistent_read,
+                index_name,
+                rate_limit,
+                attributes_to_get,
+                plain,
+            ),
         )
 
     # -- writes ---------------------------------------------------------------------------
@@ -367,7 +401,10 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         self, condition: Condition | None = None, *, add_version_condition: bool = True
     ) -> dict[str, Any]:
         """Save the item; on a counter model, update its other attributes on the home shard."""
-        return writes.save(self, condition, add_version_condition, super().save)
+        plain = super().save
+        return telemetry.traced(
+            "save", type(self), lambda: writes.save(self, condition, add_version_condition, plain)
+        )
 
     def update(
         self,
@@ -377,7 +414,12 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         add_version_condition: bool = True,
     ) -> Any:
         """Update the item at its stored key (and, during a migration, its other copy)."""
-        return writes.update(self, actions, condition, add_version_condition, super().update)
+        plain = super().update
+        return telemetry.traced(
+            "update",
+            type(self),
+            lambda: writes.update(self, actions, condition, add_version_condition, plain),
+        )
 
     def delete(
         self,
@@ -393,8 +435,11 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         setting them on the instance first, which is left unchanged.
         """
         item = self if shard_by is None else codec.hinted(self, shard_by)
-        return writes.delete(
-            item, condition, add_version_condition, super(ShardedModel, item).delete
+        plain = super(ShardedModel, item).delete
+        return telemetry.traced(
+            "delete",
+            type(self),
+            lambda: writes.delete(item, condition, add_version_condition, plain),
         )
 
     def _get_save_args(

@@ -125,3 +125,166 @@ def test_an_async_query_and_save_trace_every_request_under_the_callers_span(
     exporter.clear()
     asyncio.run(save())
     assert [s.name for s in _requests_under(exporter, "write")] == ["DynamoDB.PutItem"]
+
+
+# -- the library's own spans (shardmodel.instrument) ---------------------------------------
+
+metrics_export = pytest.importorskip("opentelemetry.sdk.metrics.export")
+sdk_metrics = pytest.importorskip("opentelemetry.sdk.metrics")
+
+
+@pytest.fixture
+def own(tables: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, Any]]:
+    """shardmodel's spans and metrics sent to providers of the test's own (no botocore
+    instrumentation: the lean path sends); TracedEvent's 40 items on its 16 shards."""
+    del tables
+    import shardmodel
+
+    TracedEvent.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+    for ts in range(40):
+        TracedEvent(user_id="u", timestamp=ts).save()
+    exporter = in_memory.InMemorySpanExporter()
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    reader = metrics_export.InMemoryMetricReader()
+    meters = sdk_metrics.MeterProvider(metric_readers=[reader])
+    monkeypatch.setattr(TracedEvent, "_connection", None)
+    shardmodel.instrument(tracer_provider=provider, meter_provider=meters)
+    try:
+        yield provider.get_tracer("test"), exporter, reader
+    finally:
+        shardmodel.uninstrument()
+
+
+def _operation(exporter: Any, name: str) -> tuple[Any, list[Any]]:
+    """The one span of operation ``name`` and the request spans, each its child."""
+    spans = exporter.get_finished_spans()
+    (op,) = [s for s in spans if s.name == name]
+    requests = [s for s in spans if s.name.startswith("DynamoDB.")]
+    assert len({s.context.span_id for s in requests}) == len(requests)  # none twice
+    assert all(s.parent is not None for s in requests)
+    assert {s.parent.span_id for s in requests} <= {op.context.span_id}
+    assert all(s.kind == trace.SpanKind.CLIENT for s in requests)
+    return op, requests
+
+
+@pytest.mark.parametrize("fanout", ["default", "threads"])
+def test_a_sync_query_is_one_span_with_a_child_span_per_shard_request(
+    own: tuple[Any, Any, Any], fanout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracer, exporter, _ = own
+    if fanout == "threads":
+        monkeypatch.setenv("SHARDMODEL_SYNC_FANOUT", "threads")
+    with tracer.start_as_current_span("page") as page:
+        assert [e.timestamp for e in TracedEvent.query("u", limit=30)] == list(range(30))
+    op, requests = _operation(exporter, "TracedEvent.query")
+    assert op.parent.span_id == page.get_span_context().span_id
+    assert op.attributes["shardmodel.shards"] == 16
+    assert op.attributes["shardmodel.requests"] == len(requests) >= 16
+    assert op.attributes["shardmodel.items"] == 30
+    assert op.attributes["aws.dynamodb.table_names"] == ("traced-events",)
+    (request, *_) = requests
+    assert request.name == "DynamoDB.Query"
+    assert request.attributes["rpc.system"] == "aws-api"
+    assert request.attributes["rpc.service"] == "DynamoDB"
+    assert request.attributes["rpc.method"] == "Query"
+    assert request.attributes["aws.dynamodb.table_names"] == ("traced-events",)
+    assert request.attributes["shardmodel.attempts"] == 1
+    assert op.end_time >= max(s.end_time for s in requests)
+
+
+def test_count_get_and_writes_are_spans_of_their_own(own: tuple[Any, Any, Any]) -> None:
+    _, exporter, _ = own
+    assert TracedEvent.count("u") == 40
+    _, requests = _operation(exporter, "TracedEvent.count")
+    assert [s.name for s in requests] == ["DynamoDB.Query"] * 16
+    exporter.clear()
+    assert TracedEvent.get("u", 7).timestamp == 7
+    _, requests = _operation(exporter, "TracedEvent.get")
+    assert [s.name for s in requests] == ["DynamoDB.BatchGetItem"]
+    exporter.clear()
+    item = TracedEvent(user_id="u", timestamp=100)
+    item.save()
+    item.delete()
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert names.count("TracedEvent.save") == names.count("TracedEvent.delete") == 1
+
+
+def test_an_async_query_and_save_are_spans_with_their_requests_as_children(
+    own: tuple[Any, Any, Any],
+) -> None:
+    tracer, exporter, _ = own
+
+    async def page() -> list[Any]:
+        with tracer.start_as_current_span("page"):
+            return [e.timestamp async for e in TracedEvent.aquery("u")]
+
+    assert asyncio.run(page()) == list(range(40))
+    op, requests = _operation(exporter, "TracedEvent.query")
+    assert [s.name for s in requests] == ["DynamoDB.Query"] * 16
+    assert op.attributes["shardmodel.requests"] == 16
+    exporter.clear()
+    asyncio.run(TracedEvent(user_id="u", timestamp=99).asave())
+    _, requests = _operation(exporter, "TracedEvent.save")
+    assert [s.name for s in requests] == ["DynamoDB.PutItem"]
+
+
+def test_a_refused_query_is_a_failed_span_with_no_request(own: tuple[Any, Any, Any]) -> None:
+    _, exporter, _ = own
+    with pytest.raises(Exception, match="max_requests"):
+        list(TracedEvent.query("u", max_requests=2))
+    op, requests = _operation(exporter, "TracedEvent.query")
+    assert requests == []
+    assert op.status.status_code == trace.StatusCode.ERROR
+    assert [e.name for e in op.events] == ["exception"]
+
+
+def test_an_abandoned_query_ends_its_span_when_it_goes(own: tuple[Any, Any, Any]) -> None:
+    import gc
+
+    _, exporter, _ = own
+    query = TracedEvent.query("u", page_size=2)
+    next(query)
+    assert not [s for s in exporter.get_finished_spans() if s.name == "TracedEvent.query"]
+    del query
+    gc.collect()
+    op, _ = _operation(exporter, "TracedEvent.query")
+    assert op.attributes["shardmodel.items"] == 1
+
+
+def test_requests_are_counted_per_model_and_operation(own: tuple[Any, Any, Any]) -> None:
+    _, _, reader = own
+    assert TracedEvent.count("u") == 40
+    TracedEvent.get("u", 3)
+    points = {
+        (p.attributes["shardmodel.model"], p.attributes["rpc.method"]): p.value
+        for metric in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics
+        if metric.name == "shardmodel.requests"
+        for p in metric.data.data_points
+    }
+    assert points == {("TracedEvent", "Query"): 16, ("TracedEvent", "BatchGetItem"): 1}
+
+
+def test_with_the_botocore_instrumentation_on_too_no_request_is_traced_twice(
+    own: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, exporter, _ = own
+    provider = sdk_trace.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    instrumentor = instrumentation.BotocoreInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    monkeypatch.setattr(TracedEvent, "_connection", None)  # a client made traced
+    try:
+        assert len(list(TracedEvent.query("u"))) == 40
+    finally:
+        instrumentor.uninstrument()
+    _, requests = _operation(exporter, "TracedEvent.query")
+    assert [s.name for s in requests] == ["DynamoDB.Query"] * 16  # botocore's, not 32
+    assert "shardmodel" not in {s.instrumentation_scope.name for s in requests}
+
+
+def test_without_a_provider_nothing_is_made() -> None:
+    from shardmodel.core import telemetry
+
+    assert telemetry.start_operation("query", TracedEvent) is None
+    assert telemetry.request("Query", {}, None) is None
