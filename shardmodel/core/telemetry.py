@@ -153,10 +153,9 @@ class Operation:
 
     def set(self, **attributes: Any) -> None:
         """Set ``shardmodel.<name>`` attributes (None values are left out)."""
-        span = self.span
-        for name, value in attributes.items():
-            if value is not None:
-                span.set_attribute(f"shardmodel.{name}", value)
+        self.span.set_attributes(
+            {f"shardmodel.{name}": value for name, value in attributes.items() if value is not None}
+        )
 
     def fail(self, error: BaseException) -> None:
         """Record ``error`` on the span and mark it failed."""
@@ -265,16 +264,20 @@ class Request:
         elif isinstance(capacity, list):
             units = sum(float(c.get("CapacityUnits", 0) or 0) for c in capacity)
         if span is not None:
+            values: dict[str, Any] = {
+                "shardmodel.attempts": int(metadata.get("RetryAttempts", 0)) + 1
+            }
             if "RequestId" in metadata:
-                span.set_attribute("aws.request_id", metadata["RequestId"])
+                values["aws.request_id"] = metadata["RequestId"]
             if "HTTPStatusCode" in metadata:
-                span.set_attribute("http.response.status_code", metadata["HTTPStatusCode"])
-            span.set_attribute("shardmodel.attempts", int(metadata.get("RetryAttempts", 0)) + 1)
-            for name, attribute in (("Count", "count"), ("ScannedCount", "scanned_count")):
-                if name in parsed:
-                    span.set_attribute(f"aws.dynamodb.{attribute}", parsed[name])
+                values["http.response.status_code"] = metadata["HTTPStatusCode"]
+            if "Count" in parsed:
+                values["aws.dynamodb.count"] = parsed["Count"]
+            if "ScannedCount" in parsed:
+                values["aws.dynamodb.scanned_count"] = parsed["ScannedCount"]
             if capacity is not None:
-                span.set_attribute("aws.dynamodb.consumed_capacity", units)
+                values["aws.dynamodb.consumed_capacity"] = units
+            span.set_attributes(values)  # one lock, not one an attribute
             span.end()
         if self._meters is not None:
             labels = self._labels()

@@ -188,8 +188,6 @@ def unsupported_reason(client: Any) -> str | None:
         return "endpoint discovery"
     if (getattr(config, "retries", None) or {}).get("mode") == "adaptive":
         return "adaptive retry mode (its rate limiter waits on a lock the fan-out cannot share)"
-    if _instrumented(client):
-        return "botocore's _make_api_call is wrapped (tracing instrumentation)"
     signer = getattr(client, "_request_signer", None)
     if signer is None or getattr(signer, "_credentials", None) is None:
         return "no credentials (unsigned requests)"
@@ -324,6 +322,9 @@ class LeanClient(StandIn):
     ) -> None:
         super().__init__(client, weak=weak)
         meta = client.meta
+        #: a tracer's instrumentation wraps the client's ``_make_api_call``: each request
+        #: goes through botocore (and is traced there) unless shardmodel traces it itself
+        self.instrumented = _instrumented(client)
         self.hooks = Hooks(meta.events)
         service = meta.service_model
         self._service_id = service.service_id.hyphenize()
@@ -470,13 +471,19 @@ class LeanClient(StandIn):
         """Send one request; the parsed response, or the exception botocore raises.
 
         With OpenTelemetry on (:mod:`shardmodel.core.telemetry`), the request and its
-        attempts are one span, a child of the logical operation's.
+        attempts are one span, a child of the logical operation's. On a client a tracer's
+        botocore instrumentation wraps, the request goes through botocore, where it is
+        traced, unless shardmodel makes that span itself (then botocore's would be a
+        second span of the same request, at several times the CPU).
         """
         traced = telemetry.request(operation_name, api_params, self.meta.region_name)
+        send = self._send
+        if self.instrumented and (traced is None or traced.span is None):
+            send = self._elsewhere  # no span of shardmodel's own: the instrumentation's
         if traced is None:
-            return self._send(operation_name, api_params)
+            return send(operation_name, api_params)
         try:
-            result = self._send(operation_name, api_params)
+            result = send(operation_name, api_params)
         except BaseException as error:
             traced.failed(error)
             raise

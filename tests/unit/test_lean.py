@@ -994,7 +994,7 @@ def test_a_traced_botocore_sees_every_shard_request(monkeypatch: pytest.MonkeyPa
     assert [e.timestamp for e in RandomEvent.query("tr")] == list(range(30))
     shards = len(RandomEvent.user_id.layout.strategies[0].query_candidates(None, {}))
     assert traced.count("Query") == shards == 10
-    assert "tracing" in (unsupported_reason(RandomEvent._get_connection().connection.client) or "")
+    assert table_connection(RandomEvent).connection.client.instrumented
 
 
 @pytest.mark.usefixtures("tables")
