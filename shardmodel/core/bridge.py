@@ -10,9 +10,10 @@ so the loop serves other coroutines meanwhile. SQLAlchemy's asyncio extension wo
 same way, for the same reason: one copy of the logic above the transport.
 
 A switch costs well under a microsecond; starting a greenlet a few (both measured in
-``benchmarks/aio_bench.py``). ``greenlet`` is the ``async`` extra's one dependency and is
-imported only by the async API: the sync path never loads it, and asks only
-:func:`in_async` (one context variable) where the two paths part.
+``benchmarks/aio_bench.py``). ``greenlet`` is a dependency, imported here alone, when an
+async call or a sync read's fan-out on its thread's loop first needs it; where it cannot
+be imported the sync path keeps to the worker threads. The two paths part where code asks
+:func:`in_async` (one context variable).
 
 Inside a call, :func:`in_async` is true: the executor, the lean client and the sleeps
 below ask it to choose the event loop's way over the blocking one. Each call runs in a
@@ -69,11 +70,12 @@ def require_greenlet() -> Any:
         return _greenlet
     try:
         import greenlet
-    except ImportError:  # pragma: no cover - the async extra is installed in tests
+    except ImportError:  # pragma: no cover - a dependency: installed in tests
         from shardmodel.errors import ShardConfigurationError
 
         raise ShardConfigurationError(
-            "the async API needs the greenlet package: pip install 'shardmodel[async]'"
+            "the async API needs the greenlet package, a dependency of shardmodel that "
+            "cannot be imported here: pip install greenlet"
         ) from None
     _greenlet = greenlet
     return greenlet
