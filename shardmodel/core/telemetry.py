@@ -16,13 +16,15 @@ Metrics, through the OpenTelemetry metrics API: ``shardmodel.requests``,
 ``shardmodel.throttles`` (by error code) and ``shardmodel.consumed_capacity`` (units),
 each per model and DynamoDB operation, for the requests the lean path sends.
 
-Nothing is imported, and nothing costs more than one check, when ``opentelemetry-api``
-is absent or no provider is set: the global providers are used once an application
-sets them (``trace.set_tracer_provider``), or the ones given to :func:`instrument`.
+Nothing is imported, and nothing costs more than one check (about 0.2 us), when
+``opentelemetry-api`` is absent or no provider is set: the global providers are used
+once an application sets them (``trace.set_tracer_provider``; seen within
+:data:`RECHECK_SECONDS`), or the ones given to :func:`instrument` (at once).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -30,6 +32,7 @@ from typing import Any, TypeVar
 __all__ = [
     "Operation",
     "Request",
+    "active",
     "instrument",
     "operation",
     "request",
@@ -49,6 +52,12 @@ _tracer_provider: Any = None  # given to instrument(); None: the global one
 _meter_provider: Any = None
 _tracers: dict[int, Any] = {}
 _instruments: dict[int, tuple[Any, Any, Any]] = {}
+
+#: how long an answer to "is anything recorded?" is kept: asking OpenTelemetry's getters
+#: costs about 2 us, asked for every request; a provider the application sets while it
+#: runs is seen within this many seconds
+RECHECK_SECONDS = 1.0
+_seen: tuple[float, Any, Any] = (-1.0, None, None)  # (valid until, tracer, counters)
 
 
 def _modules() -> Any:
@@ -77,20 +86,47 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None) -> None:
         )
     _tracer_provider = tracer_provider
     _meter_provider = meter_provider
-    _tracers.clear()
-    _instruments.clear()
+    _forget()
 
 
 def uninstrument() -> None:
     """Back to the global providers (set by the application, if any)."""
     global _tracer_provider, _meter_provider
     _tracer_provider = _meter_provider = None
+    _forget()
+
+
+def _forget() -> None:
+    global _seen
     _tracers.clear()
     _instruments.clear()
+    _seen = (-1.0, None, None)
+
+
+def _current() -> tuple[Any, Any]:
+    """(tracer, counters) as last resolved, resolved again after RECHECK_SECONDS."""
+    global _seen
+    until, tracer, meters = _seen
+    now = time.monotonic()
+    if now < until:
+        return tracer, meters
+    tracer, meters = _resolve_tracer(), _resolve_meters()
+    _seen = (now + RECHECK_SECONDS, tracer, meters)
+    return tracer, meters
 
 
 def _tracer() -> Any:
     """The tracer to make spans with, or None when no provider would record them."""
+    return _current()[0]
+
+
+def _meters() -> tuple[Any, Any, Any] | None:
+    """The request, throttle and capacity counters, or None when nothing records them."""
+    found: tuple[Any, Any, Any] | None = _current()[1]
+    return found
+
+
+def _resolve_tracer() -> Any:
     api = _modules()
     if not api:
         return None
@@ -104,8 +140,7 @@ def _tracer() -> Any:
     return found
 
 
-def _meters() -> tuple[Any, Any, Any] | None:
-    """The request, throttle and capacity counters, or None when nothing records them."""
+def _resolve_meters() -> tuple[Any, Any, Any] | None:
     api = _modules()
     if not api:
         return None
@@ -302,14 +337,26 @@ class Request:
                 self._meters[1].add(1, {**labels, "error.type": code})
 
 
-def request(operation_name: str, api_params: dict[str, Any], region: str | None) -> Request | None:
-    """A request's span (a child of the current span) and metrics; None when neither is on."""
-    tracer = _tracer()
-    meters = _meters()
+def active() -> bool:
+    """True when spans or metrics would be recorded now."""
+    tracer, meters = _current()
+    return tracer is not None or meters is not None
+
+
+def request(
+    operation_name: str, api_params: dict[str, Any], region: str | None, *, span: bool = True
+) -> Request | None:
+    """A request's span (a child of the current span) and metrics; None when neither is on.
+
+    ``span=False``: its metrics alone (a tracer's botocore instrumentation makes its span).
+    """
+    tracer, meters = _current()
+    if not span:
+        tracer = None
     if tracer is None and meters is None:
         return None
     model = _api[1].get_value(_MODEL_KEY)
-    span = None
+    made = None
     if tracer is not None:
         trace = _api[0]
         attributes: dict[str, Any] = {
@@ -334,10 +381,10 @@ def request(operation_name: str, api_params: dict[str, Any], region: str | None)
         ):
             if name in api_params:
                 attributes[f"aws.dynamodb.{attribute}"] = api_params[name]
-        span = tracer.start_span(
+        made = tracer.start_span(
             f"DynamoDB.{operation_name}", kind=trace.SpanKind.CLIENT, attributes=attributes
         )
-    return Request(span, meters, operation_name, model)
+    return Request(made, meters, operation_name, model)
 
 
 def traced_stream(name: str, model: type[Any], make: Callable[[], _T]) -> _T:

@@ -27,6 +27,7 @@ from pynamodb.connection.base import Connection
 
 from shardmodel.lean.client import LEAN_OPERATIONS, LeanClient, lean_client, unsupported_reason
 from shardmodel.lean.hooks import nonblocking
+from shardmodel.lean.traced import untraced
 
 __all__ = [
     "LEAN_OPERATIONS",
@@ -101,6 +102,7 @@ def table_connection(model: Any) -> Any:
     connection = model._get_connection()
     if not switch:
         return connection
+    connection = untraced(connection)  # the lean path makes its requests' spans itself
     try:
         return _tables[connection]
     except KeyError:

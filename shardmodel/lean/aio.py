@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import inspect
 import threading
-import types
 import weakref
 from typing import Any
-
-from pynamodb.connection.base import Connection
 
 from shardmodel.core.bridge import await_, run_blocking
 from shardmodel.lean.aio_http import AsyncHttpPool
 from shardmodel.lean.client import LeanClient, StandIn, unsupported_reason
 from shardmodel.lean.http import endpoint
+from shardmodel.lean.rebound import ReboundConnection
 
 __all__ = [
     "AsyncConnection",
@@ -184,32 +181,12 @@ def async_client(client: Any) -> Any:
         return found
 
 
-#: Connection's attribute names -> its plain function of that name (None: not one)
-_methods: dict[str, types.FunctionType | None] = {}
-_UNKNOWN: Any = object()
-
-
-class AsyncConnection:
+class AsyncConnection(ReboundConnection):
     """A PynamoDB ``Connection`` whose every request goes to the async stand-in.
 
     PynamoDB's own methods run on it unchanged (request building, signals, error
     wrapping); all state is the original connection's.
     """
-
-    def __init__(self, origin: Connection) -> None:
-        self._origin = origin
-
-    def __getattr__(self, name: str) -> Any:
-        method = _methods.get(name, _UNKNOWN)
-        if method is _UNKNOWN:
-            found = inspect.getattr_static(Connection, name, None)
-            method = found if isinstance(found, types.FunctionType) else None
-            _methods[name] = method  # names are few: each is looked up on the class once
-        if method is not None:
-            bound = types.MethodType(method, self)  # PynamoDB's code, self.client ours
-            self.__dict__[name] = bound
-            return bound
-        return getattr(self._origin, name)  # state, static and class methods, read live
 
     @property
     def client(self) -> Any:

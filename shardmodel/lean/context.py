@@ -10,6 +10,7 @@ from typing import Any
 
 from pynamodb.models import Model
 
+from shardmodel.core import telemetry
 from shardmodel.core.bridge import in_async
 
 __all__ = ["AsyncAwareModel", "connection_in_context"]
@@ -17,9 +18,15 @@ __all__ = ["AsyncAwareModel", "connection_in_context"]
 
 def connection_in_context(connection: Any) -> Any:
     """``connection`` (a PynamoDB ``TableConnection``), or inside an async call its
-    async twin (:func:`shardmodel.lean.aio.async_table_connection`)."""
+    async twin (:func:`shardmodel.lean.aio.async_table_connection`); while spans or
+    metrics are recorded, a sync call's traced twin
+    (:func:`shardmodel.lean.traced.traced_table_connection`)."""
     if not in_async():
-        return connection
+        if not telemetry.active():
+            return connection
+        from shardmodel.lean.traced import traced_table_connection
+
+        return traced_table_connection(connection)
     from shardmodel.lean.aio import async_table_connection
 
     return async_table_connection(connection)

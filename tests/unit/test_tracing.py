@@ -16,7 +16,7 @@ from queue import SimpleQueue
 from typing import Any
 
 import pytest
-from pynamodb.attributes import NumberAttribute
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.core.workers import Workers
@@ -52,6 +52,7 @@ class TracedEvent(ShardedModel):
 
     user_id = ShardedKeyAttribute(hash_key=True, strategy=RandomShards(16))
     timestamp = NumberAttribute(range_key=True)
+    note = UnicodeAttribute(null=True)
 
 
 @pytest.fixture
@@ -205,9 +206,17 @@ def test_count_get_and_writes_are_spans_of_their_own(own: tuple[Any, Any, Any]) 
     exporter.clear()
     item = TracedEvent(user_id="u", timestamp=100)
     item.save()
+    _, requests = _operation(exporter, "TracedEvent.save")
+    assert [s.name for s in requests] == ["DynamoDB.PutItem"]  # through botocore
+    assert requests[0].attributes["rpc.method"] == "PutItem"
+    exporter.clear()
+    item.update(actions=[TracedEvent.note.set("seen")])
+    _, requests = _operation(exporter, "TracedEvent.update")
+    assert [s.name for s in requests] == ["DynamoDB.UpdateItem"]
+    exporter.clear()
     item.delete()
-    names = [s.name for s in exporter.get_finished_spans()]
-    assert names.count("TracedEvent.save") == names.count("TracedEvent.delete") == 1
+    _, requests = _operation(exporter, "TracedEvent.delete")
+    assert [s.name for s in requests] == ["DynamoDB.DeleteItem"]
 
 
 def test_an_async_query_and_save_are_spans_with_their_requests_as_children(
@@ -263,6 +272,14 @@ def test_requests_are_counted_per_model_and_operation(own: tuple[Any, Any, Any])
         for p in metric.data.data_points
     }
     assert points == {("TracedEvent", "Query"): 16, ("TracedEvent", "BatchGetItem"): 1}
+    TracedEvent(user_id="u", timestamp=200).save()
+    points = {
+        (p.attributes["shardmodel.model"], p.attributes["rpc.method"]): p.value
+        for metric in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics
+        if metric.name == "shardmodel.requests"
+        for p in metric.data.data_points
+    }
+    assert points[("TracedEvent", "PutItem")] == 1  # a sync write, through botocore
 
 
 def test_with_the_botocore_instrumentation_on_too_no_request_is_traced_twice(
@@ -276,6 +293,13 @@ def test_with_the_botocore_instrumentation_on_too_no_request_is_traced_twice(
     monkeypatch.setattr(TracedEvent, "_connection", None)  # a client made traced
     try:
         assert len(list(TracedEvent.query("u"))) == 40
+        exporter.clear()
+        TracedEvent(user_id="u", timestamp=300).save()  # through the instrumented botocore
+        _, writes = _operation(exporter, "TracedEvent.save")
+        assert [s.name for s in writes] == ["DynamoDB.PutItem"]  # botocore's alone
+        assert "shardmodel" not in {s.instrumentation_scope.name for s in writes}
+        exporter.clear()
+        assert len(list(TracedEvent.query("u"))) == 41
     finally:
         instrumentor.uninstrument()
     _, requests = _operation(exporter, "TracedEvent.query")
