@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 NODE_STAMP := node_modules/.installed-stamp
 
-.PHONY: install constraints demo test stress unit integration property lint docs doctest examples bench deep exhaustive plants mutants screenshots compat clean
+.PHONY: install constraints demo test stress unit integration property lint docs doctest examples bench deep exhaustive traced plants mutants screenshots compat clean
 
 install: $(STAMP) $(NODE_STAMP)
 
@@ -63,6 +63,11 @@ deep:
 # every case of the migration interleavings (make test runs a fixed slice and a seeded draw)
 exhaustive: $(STAMP)
 	SHARDMODEL_EXHAUSTIVE=1 $(PY) -m pytest tests/unit/test_phase_interleavings.py $(PYTEST_FLAGS)
+
+# the unit and property tests with shardmodel's OpenTelemetry spans and metrics on: the
+# traced connections and iterators must change no result (tests/traced_everywhere.py)
+traced: $(STAMP)
+	SHARDMODEL_NO_DOCS_BUILD=1 $(PY) -m pytest -p tests.traced_everywhere tests/unit tests/property --ignore=tests/unit/test_phase_interleavings.py --ignore=tests/unit/test_plants.py $(PYTEST_FLAGS)
 
 # every bug of tests/plants.toml planted in a copy of the checkout, its make test tests run
 # there: each must fail (PLANTS="name ..." for some)

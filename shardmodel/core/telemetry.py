@@ -391,8 +391,9 @@ def traced_stream(name: str, model: type[Any], make: Callable[[], _T]) -> _T:
     """The iterator ``make()`` returns, its requests children of operation ``name``'s span.
 
     An iterator that can hold the operation (a merged query's ``observe``) ends the span
-    itself when it ends; any other is wrapped so each step runs with the span current
-    and the span ends with the iteration.
+    itself when it ends; any other steps with the span current and ends it with the
+    iteration: its class made a traced subclass of its own (PynamoDB's ``ResultIterator``
+    stays one), or, where a class cannot change (a generator), wrapped.
     """
     op = start_operation(name, model)
     if op is None:
@@ -410,8 +411,71 @@ def traced_stream(name: str, model: type[Any], make: Callable[[], _T]) -> _T:
     if observe is not None:
         observe(op)
         return result
+    if _traced_in_place(result, op) is not None:
+        return result
     wrapped: Any = _TracedIterator(result, op)
     return wrapped  # type: ignore[no-any-return]
+
+
+_subclasses: dict[type, type] = {}
+
+
+def _traced_in_place(result: Any, op: Operation) -> Any:
+    """``result`` itself, its class a traced subclass of its own (so ``isinstance`` and
+    every attribute hold, PynamoDB's ``ResultIterator`` stays one); None when its class
+    cannot be changed (a generator)."""
+    kind = type(result)
+    if kind in _traced_kinds:
+        return result  # traced already, by an operation inside this one
+    if not hasattr(result, "__dict__") or not hasattr(kind, "__next__"):
+        return None
+    traced = _subclasses.get(kind)
+    if traced is None:
+        traced = _subclass(kind)
+    try:
+        result.__class__ = traced
+    except TypeError:
+        return None
+    result._shardmodel_operation = op
+    return result
+
+
+_traced_kinds: set[type] = set()
+
+
+def _subclass(kind: type) -> type:
+    """A subclass of ``kind`` whose steps run with their operation current."""
+    step = kind.__next__  # type: ignore[attr-defined]
+    below = getattr(kind, "__del__", None)
+
+    def __next__(self: Any) -> Any:
+        op: Operation = self._shardmodel_operation
+        token = op.attach()
+        try:
+            return step(self)
+        except StopIteration:
+            op.end()
+            raise
+        except BaseException as error:
+            op.fail(error)
+            op.end()
+            raise
+        finally:
+            op.detach(token)
+
+    def __del__(self: Any) -> None:
+        op = self.__dict__.get("_shardmodel_operation")
+        if op is not None:
+            op.end()  # left unfinished: the span ends when the iterator goes
+        if below is not None:
+            below(self)
+
+    traced = type(kind.__name__, (kind,), {"__next__": __next__, "__del__": __del__})
+    traced.__module__ = kind.__module__
+    traced.__qualname__ = kind.__qualname__
+    _subclasses[kind] = traced
+    _traced_kinds.add(traced)
+    return traced
 
 
 class _TracedIterator:

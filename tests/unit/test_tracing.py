@@ -20,6 +20,7 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.core.workers import Workers
+from tests import traced_everywhere
 
 trace = pytest.importorskip("opentelemetry.trace")
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
@@ -28,6 +29,12 @@ export = pytest.importorskip("opentelemetry.sdk.trace.export")
 instrumentation = pytest.importorskip("opentelemetry.instrumentation.botocore")
 
 _seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="unset")
+
+#: the tests of the botocore instrumentation alone (shardmodel making no spans)
+untraced_only = pytest.mark.skipif(
+    traced_everywhere.on(),
+    reason="make traced: shardmodel's own spans are on, these test it without them",
+)
 
 
 def test_a_task_on_a_worker_thread_runs_in_the_callers_context() -> None:
@@ -90,6 +97,7 @@ def _requests_under(exporter: Any, name: str) -> list[Any]:
     return requests
 
 
+@untraced_only
 @pytest.mark.parametrize("fanout", ["default", "threads"])
 def test_a_sync_query_and_count_trace_every_shard_request_under_the_callers_span(
     traced: tuple[Any, Any], fanout: str, monkeypatch: pytest.MonkeyPatch
@@ -108,6 +116,7 @@ def test_a_sync_query_and_count_trace_every_shard_request_under_the_callers_span
     assert [s.name for s in _requests_under(exporter, "total")] == ["DynamoDB.Query"] * 16
 
 
+@untraced_only
 def test_an_async_query_and_save_trace_every_request_under_the_callers_span(
     traced: tuple[Any, Any],
 ) -> None:
@@ -236,6 +245,24 @@ def test_an_async_query_and_save_are_spans_with_their_requests_as_children(
     asyncio.run(TracedEvent(user_id="u", timestamp=99).asave())
     _, requests = _operation(exporter, "TracedEvent.save")
     assert [s.name for s in requests] == ["DynamoDB.PutItem"]
+
+
+def test_a_scan_and_a_batch_get_keep_their_iterator_and_trace_their_pages(
+    own: tuple[Any, Any, Any],
+) -> None:
+    from pynamodb.pagination import ResultIterator
+
+    _, exporter, _ = own
+    scan = TracedEvent.scan(TracedEvent.timestamp < 10, page_size=4)
+    assert isinstance(scan, ResultIterator)  # PynamoDB's own, as without a tracer
+    assert len(list(scan)) == 10 and scan.last_evaluated_key is None
+    _, requests = _operation(exporter, "TracedEvent.scan")
+    assert [s.name for s in requests] == ["DynamoDB.Scan"] * len(requests) and len(requests) > 1
+    exporter.clear()
+    keys = [("u", 1), ("u", 2), ("u", 3)]
+    assert sorted(e.timestamp for e in TracedEvent.batch_get(keys)) == [1, 2, 3]
+    _, requests = _operation(exporter, "TracedEvent.batch_get")
+    assert {s.name for s in requests} == {"DynamoDB.BatchGetItem"}
 
 
 def test_a_refused_query_is_a_failed_span_with_no_request(own: tuple[Any, Any, Any]) -> None:
