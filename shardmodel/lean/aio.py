@@ -18,7 +18,6 @@ on the loop's thread pool instead, one thread per request in flight.
 from __future__ import annotations
 
 import asyncio
-import copy
 import threading
 import weakref
 from typing import Any
@@ -27,7 +26,7 @@ from shardmodel.core.bridge import await_, run_blocking
 from shardmodel.lean.aio_http import AsyncHttpPool
 from shardmodel.lean.client import LeanClient, StandIn, unsupported_reason
 from shardmodel.lean.http import endpoint
-from shardmodel.lean.rebound import ReboundConnection
+from shardmodel.lean.rebound import ReboundConnection, TwinTables
 
 __all__ = [
     "AsyncConnection",
@@ -41,7 +40,6 @@ __all__ = [
 #: Each botocore client's async stand-in, keyed weakly (nothing is set on the client).
 _async: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
-_tables: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 #: Every async client's pools, for :func:`pools` (tests and benchmarks read them).
 _clients: weakref.WeakSet[AsyncLeanClient] = weakref.WeakSet()
 
@@ -188,24 +186,15 @@ class AsyncConnection(ReboundConnection):
     wrapping); all state is the original connection's.
     """
 
-    @property
-    def client(self) -> Any:
-        """The async stand-in for the original connection's current botocore client."""
-        return async_client(self._origin.client)
+    stand_in = staticmethod(async_client)
+
+
+_twins = TwinTables(AsyncConnection)
 
 
 def async_table_connection(connection: Any) -> Any:
     """The async twin of a PynamoDB ``TableConnection`` (made once per connection)."""
-    try:
-        return _tables[connection]
-    except KeyError:
-        pass
-    with _lock:
-        if connection not in _tables:
-            twin = copy.copy(connection)
-            twin.connection = AsyncConnection(connection.connection)
-            _tables[connection] = twin
-        return _tables[connection]
+    return _twins.of(connection)
 
 
 def pools() -> list[AsyncHttpPool]:

@@ -10,19 +10,17 @@ botocore instrumentation wraps the client: it makes that span) and the same metr
 
 from __future__ import annotations
 
-import copy
 import threading
 import weakref
 from typing import Any
 
 from shardmodel.core import telemetry
 from shardmodel.lean.client import StandIn, _instrumented
-from shardmodel.lean.rebound import ReboundConnection
+from shardmodel.lean.rebound import ReboundConnection, TwinTables
 
 __all__ = ["TracedClient", "TracedConnection", "traced_table_connection", "untraced"]
 
 _clients: weakref.WeakKeyDictionary[Any, TracedClient] = weakref.WeakKeyDictionary()
-_tables: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -66,27 +64,19 @@ def _traced_client(client: Any) -> TracedClient:
 class TracedConnection(ReboundConnection):
     """A PynamoDB ``Connection`` whose every request goes through :class:`TracedClient`."""
 
-    @property
-    def client(self) -> Any:
-        """The traced stand-in for the original connection's current botocore client."""
-        return _traced_client(self._origin.client)
+    stand_in = staticmethod(_traced_client)
+
+
+_twins = TwinTables(TracedConnection)
 
 
 def traced_table_connection(connection: Any) -> Any:
     """The traced twin of a PynamoDB ``TableConnection`` (made once per connection)."""
-    found = _tables.get(connection)
-    if found is not None:
-        return found
-    with _lock:
-        found = _tables.get(connection)
-        if found is None:
-            found = copy.copy(connection)
-            found.connection = TracedConnection(connection.connection)
-            found.untraced = connection
-            _tables[connection] = found
-        return found
+    return _twins.of(connection)
 
 
 def untraced(connection: Any) -> Any:
     """The model's own ``TableConnection`` behind a traced twin (itself when it is not one)."""
-    return getattr(connection, "untraced", connection)
+    if isinstance(getattr(connection, "connection", None), TracedConnection):
+        return connection.twin_of
+    return connection
