@@ -24,6 +24,7 @@ once an application sets them (``trace.set_tracer_provider``; seen within
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: the tracer's and meter's name: the instrumentation scope of every span and metric
 SCOPE = "shardmodel"
@@ -204,6 +206,22 @@ class Operation:
             self._ended = True
             self.span.end()
 
+    def step(self, advance: Callable[[Any], _T], iterator: Any) -> _T:
+        """``advance(iterator)`` (one step of the operation's iterator) with this span
+        current; the span ends when the iterator ends or raises."""
+        token = self.attach()
+        try:
+            return advance(iterator)
+        except StopIteration:
+            self.end()
+            raise
+        except BaseException as error:
+            self.fail(error)
+            self.end()
+            raise
+        finally:
+            self.detach(token)
+
 
 def _table_name(model: type[Any]) -> str | None:
     meta = getattr(model, "Meta", None)
@@ -254,12 +272,25 @@ def operation(name: str, model: type[Any], **attributes: Any) -> Iterator[Operat
         op.end()
 
 
-def traced(name: str, model: type[Any], function: Callable[[], _T]) -> _T:
-    """``function()`` inside the span of ``model``'s operation ``name``."""
-    if _tracer() is None:
-        return function()
-    with operation(name, model):
-        return function()
+def traced(name: str, *, stream: bool = False) -> Callable[[_F], _F]:
+    """Decorate a model's operation (a method, or a classmethod's function) to run inside
+    the span of operation ``name``; ``stream``: it returns an iterator, whose steps carry
+    the span until it ends (:func:`traced_stream`)."""
+
+    def decorate(function: _F) -> _F:
+        @functools.wraps(function)
+        def run(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            if _tracer() is None:
+                return function(owner, *args, **kwargs)
+            model = owner if isinstance(owner, type) else type(owner)
+            if stream:
+                return traced_stream(name, model, lambda: function(owner, *args, **kwargs))
+            with operation(name, model):
+                return function(owner, *args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return decorate
 
 
 _THROTTLES = frozenset(
@@ -449,19 +480,7 @@ def _subclass(kind: type) -> type:
     below = getattr(kind, "__del__", None)
 
     def __next__(self: Any) -> Any:
-        op: Operation = self._shardmodel_operation
-        token = op.attach()
-        try:
-            return step(self)
-        except StopIteration:
-            op.end()
-            raise
-        except BaseException as error:
-            op.fail(error)
-            op.end()
-            raise
-        finally:
-            op.detach(token)
+        return self._shardmodel_operation.step(step, self)
 
     def __del__(self: Any) -> None:
         op = self.__dict__.get("_shardmodel_operation")
@@ -491,19 +510,7 @@ class _TracedIterator:
         return self
 
     def __next__(self) -> Any:
-        op = self._op
-        token = op.attach()
-        try:
-            return next(self._inner)
-        except StopIteration:
-            op.end()
-            raise
-        except BaseException as error:
-            op.fail(error)
-            op.end()
-            raise
-        finally:
-            op.detach(token)
+        return self._op.step(next, self._inner)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

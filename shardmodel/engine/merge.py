@@ -460,18 +460,15 @@ class MergedQuery(Generic[_T]):
         if page is None:
             page = self._page(first=shard.next_start is shard.start and shard.last is None)
         operation = self._operation
-        if operation is None:
+        # the task runs in a copy of the context: with this query's span current in it
+        token = None if operation is None else operation.attach()
+        try:
             shard.task = self._runner.submit(
                 self._fetch, (shard.key, shard.next_start, page), self._done, shard
             )
-        else:  # the task runs in a copy of the context, its span this query's
-            token = operation.attach()
-            try:
-                shard.task = self._runner.submit(
-                    self._fetch, (shard.key, shard.next_start, page), self._done, shard
-                )
-            finally:
-                operation.detach(token)
+        finally:
+            if token is not None:
+                operation.detach(token)  # type: ignore[union-attr]
         self._inflight += 1
 
     def _fill(self) -> None:

@@ -176,6 +176,7 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
     # -- reads ----------------------------------------------------------------------------
 
     @classmethod
+    @telemetry.traced("get")
     def get(
         cls: type[_M],
         hash_key: Any,
@@ -198,22 +199,13 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
                     f"{cls.__name__}.get(shard_by=...): the table's partition key is not "
                     "sharded, so there is no shard to choose; leave shard_by out"
                 )
-            plain_get = super().get
-            return telemetry.traced(
-                "get",
-                cls,
-                lambda: plain_get(hash_key, range_key, consistent_read, attributes_to_get),
-            )
-        plain = super().get
-        return telemetry.traced(
-            "get",
-            cls,
-            lambda: reads.get(
-                cls, hash_key, range_key, consistent_read, attributes_to_get, plain, shard_by
-            ),
+            return super().get(hash_key, range_key, consistent_read, attributes_to_get)
+        return reads.get(
+            cls, hash_key, range_key, consistent_read, attributes_to_get, super().get, shard_by
         )
 
     @classmethod
+    @telemetry.traced("batch_get", stream=True)
     def batch_get(
         cls: type[_M],
         items: Iterable[Any],
@@ -226,23 +218,16 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         ``(hash_key, range_key, {"event_id": ...})`` reads that key's one shard.
         """
         if sharding_of(cls).spec.table_key() is None:
-            plain = super().batch_get
-            return telemetry.traced_stream(
-                "batch_get", cls, lambda: plain(items, consistent_read, attributes_to_get)
-            )
-        return telemetry.traced_stream(
-            "batch_get",
-            cls,
-            lambda: reads.batch_get(cls, items, consistent_read, attributes_to_get),
-        )
+            return super().batch_get(items, consistent_read, attributes_to_get)
+        return reads.batch_get(cls, items, consistent_read, attributes_to_get)
 
+    @telemetry.traced("refresh")
     def refresh(self, consistent_read: bool = False) -> None:
         """Reload this item; an instance of unknown shard is looked up on every candidate."""
-        plain = super().refresh
         if sharding_of(type(self)).spec.table_key() is None:
-            telemetry.traced("refresh", type(self), lambda: plain(consistent_read))
+            super().refresh(consistent_read)
             return
-        telemetry.traced("refresh", type(self), lambda: reads.refresh(self, consistent_read, plain))
+        reads.refresh(self, consistent_read, super().refresh)
 
     @classmethod
     def get_operation_kwargs_from_class(
@@ -260,6 +245,7 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         return result
 
     @classmethod
+    @telemetry.traced("query", stream=True)
     def query(  # type: ignore[override]
         cls: type[_M],
         hash_key: Any,
@@ -288,31 +274,27 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         ``max_requests`` bounds the partitions (buckets x shards) read (default
         ``Meta.max_requests``, else 1,000); a query over more raises before sending.
         """
-        plain = super().query
-        return telemetry.traced_stream(
-            "query",
+        return queries.query(
             cls,
-            lambda: queries.query(
-                cls,
-                hash_key,
-                range_key_condition,
-                filter_condition,
-                consistent_read,
-                index_name,
-                scan_index_forward,
-                limit,
-                last_evaluated_key,
-                attributes_to_get,
-                page_size,
-                rate_limit,
-                parallelism=parallelism,
-                time_range=time_range,
-                max_requests=max_requests,
-                plain=plain,
-            ),
+            hash_key,
+            range_key_condition,
+            filter_condition,
+            consistent_read,
+            index_name,
+            scan_index_forward,
+            limit,
+            last_evaluated_key,
+            attributes_to_get,
+            page_size,
+            rate_limit,
+            parallelism=parallelism,
+            time_range=time_range,
+            max_requests=max_requests,
+            plain=super().query,
         )
 
     @classmethod
+    @telemetry.traced("count")
     def count(
         cls,
         hash_key: Any = None,
@@ -328,28 +310,24 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         max_requests: int | None = None,
     ) -> int:
         """Count one logical key's items, summed over its shards (or the table's, keyless)."""
-        plain = super().count
-        return telemetry.traced(
-            "count",
+        return counts.count(
             cls,
-            lambda: counts.count(
-                cls,
-                hash_key,
-                range_key_condition,
-                filter_condition,
-                consistent_read,
-                index_name,
-                limit,
-                rate_limit,
-                parallelism=parallelism,
-                time_range=time_range,
-                max_requests=max_requests,
-                plain=plain,
-                query_model=cls.query,
-            ),
+            hash_key,
+            range_key_condition,
+            filter_condition,
+            consistent_read,
+            index_name,
+            limit,
+            rate_limit,
+            parallelism=parallelism,
+            time_range=time_range,
+            max_requests=max_requests,
+            plain=super().count,
+            query_model=cls.query,
         )
 
     @classmethod
+    @telemetry.traced("scan", stream=True)
     def scan(  # type: ignore[override]
         cls: type[_M],
         filter_condition: Condition | None = None,
@@ -375,37 +353,31 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         DynamoDB would compare ``"u#7"``), so it matches what it matches on an unsharded
         table; the scan then reads (and is charged for) every item, as any scan is.
         """
-        plain = super().scan
-        return telemetry.traced_stream(
-            "scan",
+        return migrating_scans.scan(
             cls,
-            lambda: migrating_scans.scan(
-                cls,
-                filter_condition,
-                segment,
-                total_segments,
-                limit,
-                last_evaluated_key,
-                page_size,
-                consistent_read,
-                index_name,
-                rate_limit,
-                attributes_to_get,
-                plain,
-            ),
+            filter_condition,
+            segment,
+            total_segments,
+            limit,
+            last_evaluated_key,
+            page_size,
+            consistent_read,
+            index_name,
+            rate_limit,
+            attributes_to_get,
+            super().scan,
         )
 
     # -- writes ---------------------------------------------------------------------------
 
+    @telemetry.traced("save")
     def save(
         self, condition: Condition | None = None, *, add_version_condition: bool = True
     ) -> dict[str, Any]:
         """Save the item; on a counter model, update its other attributes on the home shard."""
-        plain = super().save
-        return telemetry.traced(
-            "save", type(self), lambda: writes.save(self, condition, add_version_condition, plain)
-        )
+        return writes.save(self, condition, add_version_condition, super().save)
 
+    @telemetry.traced("update")
     def update(
         self,
         actions: list[Action],
@@ -414,13 +386,9 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         add_version_condition: bool = True,
     ) -> Any:
         """Update the item at its stored key (and, during a migration, its other copy)."""
-        plain = super().update
-        return telemetry.traced(
-            "update",
-            type(self),
-            lambda: writes.update(self, actions, condition, add_version_condition, plain),
-        )
+        return writes.update(self, actions, condition, add_version_condition, super().update)
 
+    @telemetry.traced("delete")
     def delete(
         self,
         condition: Condition | None = None,
@@ -435,11 +403,8 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         setting them on the instance first, which is left unchanged.
         """
         item = self if shard_by is None else codec.hinted(self, shard_by)
-        plain = super(ShardedModel, item).delete
-        return telemetry.traced(
-            "delete",
-            type(self),
-            lambda: writes.delete(item, condition, add_version_condition, plain),
+        return writes.delete(
+            item, condition, add_version_condition, super(ShardedModel, item).delete
         )
 
     def _get_save_args(
