@@ -40,7 +40,6 @@ PynamoDB on the lean path). Data is loaded once, without the injected latency.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import inspect
 import os
@@ -61,8 +60,7 @@ from pynamodb.models import Model
 from benchmarks import request_floor
 from shardmodel import RandomShards, ShardedKeyAttribute, ShardedModel
 from shardmodel.lean import LeanClient, nonblocking, table_connection
-from shardmodel.lean.fastparse import install as install_fast_parse
-from shardmodel.lean.fastparse import own_requests
+from shardmodel.lean.fastparse import parse_body
 from shardmodel.testing import bind_models, create_tables, dynalite_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,15 +306,32 @@ def _merged(
 
 
 def _single(limit: int | None, forward: bool, model: type[Model] = Single) -> Run:
-    # the fast parser parses only requests sent as the library's own
-    scope = own_requests if model is SingleFastParse else contextlib.nullcontext
-
     def run() -> list[int]:
-        with scope():
-            query = model.query(KEY, scan_index_forward=forward, limit=limit)
-            return [_ts(item) for item in query]
+        query = model.query(KEY, scan_index_forward=forward, limit=limit)
+        return [_ts(item) for item in query]
 
     return run
+
+
+def _parse_fast(client: Any) -> None:
+    """Parse this (the benchmark's own) client's 2xx Query responses with the lean path's
+    parser: a ``before-parse`` hook hands botocore the result and an empty body."""
+
+    def before_parse(
+        operation_model: Any,
+        response_dict: dict[str, Any],
+        customized_response_dict: dict[str, Any],
+        **kwargs: Any,
+    ) -> None:
+        body = response_dict.get("body")
+        if not 200 <= response_dict.get("status_code", 0) < 300 or not body:
+            return
+        parsed = parse_body(operation_model.output_shape, body)
+        if parsed is not None:
+            customized_response_dict.update(parsed)
+            response_dict["body"] = b""
+
+    client.meta.events.register("before-parse.dynamodb.Query", before_parse)
 
 
 def _ts(item: Model) -> int:
@@ -711,7 +726,7 @@ def main() -> None:
         create_tables([Single, *(layout.sharded for layout in layouts)])
         for model in models:
             wire.attach(model)
-        install_fast_parse(SingleFastParse._get_connection().connection.client)
+        _parse_fast(SingleFastParse._get_connection().connection.client)
         lean_models: list[type[Model]] = [SingleLean, *(layout.plain_lean for layout in layouts)]
         for lean in lean_models:
             _lean_path(lean)

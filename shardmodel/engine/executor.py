@@ -135,16 +135,13 @@ class SyncExecutor:
         PynamoDB builds the request once (:class:`~shardmodel.lean.prepared.PreparedQuery`);
         each shard's copy differs in its key, start key and limit. The botocore client is
         built here, in the caller's thread: PynamoDB builds it lazily without a lock, so
-        many cold worker threads would each build one. Its Query responses are parsed by
-        :mod:`shardmodel.lean.fastparse` (same result, less CPU). Where the shard requests
+        many cold worker threads would each build one. Where the shard requests
         may run on the thread's kept loop (:meth:`runner`), a request that does is sent
         through the connection's async twin, as an async call's are.
         """
         from shardmodel.lean import table_connection
-        from shardmodel.lean.fastparse import install
         from shardmodel.lean.prepared import PreparedQuery
 
-        install(self.connection().connection.client)
         connection = table_connection(self.model)
         connection.connection.client  # noqa: B018 - build the lean client here, too
         twin = None

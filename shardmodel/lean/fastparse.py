@@ -7,108 +7,35 @@ base64-decoded and timestamps parsed; everything else is returned as decoded. Fo
 AttributeValue (a structure of ten members) it still looks up all ten members, for
 every attribute of every item: most of the client's CPU per item on a large Query.
 
-:func:`install` registers a ``before-parse`` handler on a client for ``Query`` and
-``Scan``; it parses only the library's own requests, sent inside :func:`own_requests`
-(a context variable: the thread, task or greenlet that sends them), so a Query the
-application sends on the same client is parsed by botocore as before. For a 2xx response
-it decodes the body with ``json.loads`` and applies the
-same rules with converters compiled once per output shape (an attribute of one member
-costs one dictionary look-up), hands botocore the result through the event's
-``customized_response_dict`` and an empty body. botocore still builds
-``ResponseMetadata`` (request id, status code, headers, retry attempts), runs every
-other handler, and parses everything else: errors, other operations, bodies that are
-not a JSON object, and any response the converters fail on (botocore then raises its
-own error). On a botocore that does not emit ``before-parse`` nothing changes.
+:func:`parse_body` applies the same rules with converters compiled once per output shape
+(an attribute of one member costs one dictionary look-up). Only the lean path
+(:class:`~shardmodel.lean.client.LeanClient`) calls it, for the requests it sends
+itself: nothing is registered on a botocore client, so a request that goes through
+botocore (the fallback, or the application's own on the same client) is parsed by
+botocore's parser. Errors, bodies that are not a JSON object and shapes this module does
+not know are botocore's to parse too.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import threading
 import weakref
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from shardmodel.lean.private import protocol
+__all__ = ["FAST_OPERATIONS", "parse_body"]
 
-__all__ = ["FAST_OPERATIONS", "install", "own_requests", "parse_body"]
-
-#: Operations whose successful responses are parsed here.
+#: Operations whose successful responses the lean path parses here.
 FAST_OPERATIONS = ("Query", "Scan")
 
 #: value -> parsed value; None in a converter slot means "returned as decoded"
 _Convert = Callable[[Any], Any]
 
-_UNIQUE_ID = "shardmodel.lean.fastparse"
 _compiled: weakref.WeakKeyDictionary[Any, _Convert | None] = weakref.WeakKeyDictionary()
 _compile_lock = threading.Lock()
-#: The clients whose handlers are registered (nothing is set on a client).
-_installed: weakref.WeakSet[Any] = weakref.WeakSet()
-#: True while the library sends its own requests (see :func:`own_requests`).
-_OWN: ContextVar[bool] = ContextVar("shardmodel_fast_parse_own", default=False)
-
-
-@contextlib.contextmanager
-def own_requests() -> Iterator[None]:
-    """Parse fast the Query and Scan responses of the requests sent in this block."""
-    token = _OWN.set(True)
-    try:
-        yield
-    finally:
-        _OWN.reset(token)
-
-
-def install(client: Any) -> bool:
-    """Parse this botocore DynamoDB client's Query and Scan responses fast; idempotent.
-
-    Returns False (and changes nothing) when the client does not speak botocore's
-    ``json`` protocol.
-    """
-    if client in _installed:
-        return True  # registering is a no-op then, but botocore inspects the handler first
-    meta = client.meta
-    if protocol(meta.service_model) != "json":
-        return False
-    service_id = meta.service_model.service_id.hyphenize()
-    for operation in FAST_OPERATIONS:
-        # one unique_id per event: registering again is a no-op
-        meta.events.register(
-            f"before-parse.{service_id}.{operation}",
-            _before_parse,
-            unique_id=f"{_UNIQUE_ID}.{operation}",
-        )
-    _installed.add(client)
-    return True
-
-
-def _before_parse(
-    operation_model: Any,
-    response_dict: dict[str, Any],
-    customized_response_dict: dict[str, Any],
-    **kwargs: Any,
-) -> None:
-    if not _OWN.get():
-        return  # the application's own request: botocore parses it, as without shardmodel
-    status = response_dict.get("status_code")
-    body = response_dict.get("body")
-    if not isinstance(status, int) or not 200 <= status < 300:
-        return  # errors (and anything odd) go through botocore's parser
-    if not isinstance(body, bytes) or not body:
-        return
-    try:
-        parsed = parse_body(operation_model.output_shape, body)
-    except Exception:
-        return  # botocore parses it again and raises its own error, if any
-    if parsed is None:
-        return
-    for name, value in parsed.items():
-        customized_response_dict.setdefault(name, value)
-    # botocore now parses an empty body: only its ResponseMetadata, merged with the above
-    response_dict["body"] = b""
 
 
 def parse_body(
@@ -117,7 +44,8 @@ def parse_body(
     """What botocore's ``json`` parser makes of ``body`` for ``shape``, without metadata.
 
     None when this module does not handle the shape (event streams, documents,
-    timestamps, an unknown type) or the body is not a JSON object. ``loads``: a faster
+    timestamps, an unknown type), the body is not a JSON object, or a value is not of a
+    type its shape allows (botocore's parser then makes of it what it makes). ``loads``: a faster
     JSON decoder giving ``json.loads``'s values (``json.loads`` is used if it fails).
     """
     if shape is None or shape.type_name != "structure":
@@ -133,7 +61,10 @@ def parse_body(
         return parse_body(shape, body)
     if not isinstance(decoded, dict):
         return None
-    parsed: dict[str, Any] = convert(decoded)
+    try:
+        parsed: dict[str, Any] = convert(decoded)
+    except Exception:
+        return None  # a value of a type the shape does not allow: botocore's to parse
     return parsed
 
 

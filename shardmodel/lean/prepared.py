@@ -31,7 +31,6 @@ from pynamodb.exceptions import QueryError
 from pynamodb.signals import post_dynamodb_send, pre_dynamodb_send
 
 from shardmodel.core.bridge import in_async
-from shardmodel.lean.fastparse import own_requests
 
 __all__ = ["PreparedQuery"]
 
@@ -96,10 +95,9 @@ class PreparedQuery:
         if self._twin is not None and in_async():
             table = self._twin
         if self._slot is None:
-            with own_requests():
-                return table.query(
-                    key, exclusive_start_key=exclusive_start_key, limit=limit, **self._fixed
-                )
+            return table.query(
+                key, exclusive_start_key=exclusive_start_key, limit=limit, **self._fixed
+            )
         request = dict(self._template)
         values = dict(request[EXPRESSION_ATTRIBUTE_VALUES])
         values[self._slot] = {STRING: key}
@@ -112,9 +110,8 @@ class PreparedQuery:
         if limit is not None:
             request[LIMIT] = limit
         try:
-            with own_requests():
-                if dispatch_is_plain():
-                    return connection._make_api_call(QUERY, request)
-                return connection.dispatch(QUERY, request)
+            if dispatch_is_plain():
+                return connection._make_api_call(QUERY, request)
+            return connection.dispatch(QUERY, request)
         except BOTOCORE_EXCEPTIONS as error:  # as Connection.query wraps them
             raise QueryError(f"Failed to query items: {error}", error)  # noqa: B904

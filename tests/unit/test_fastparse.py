@@ -1,25 +1,20 @@
-"""shardmodel.lean.fastparse gives exactly what botocore's parser gives, or lets botocore parse.
+"""shardmodel.lean.fastparse gives exactly what botocore's parser gives, or declines.
 
-Two botocore clients get the same canned HTTP responses (a ``before-send`` handler
-answers instead of the network): one with the fast parser installed, one without. Their
-results, ResponseMetadata included, must be equal value for value and type for type.
+``parse_body`` is compared with botocore's own ``json`` parser on the same bodies: equal
+value for value and type for type (ResponseMetadata aside, which the lean client writes
+itself; ``test_lean.py`` compares whole responses). A body it declines (None) is left to
+botocore's parser. And nothing of it is ever registered on a botocore client: a merged
+query's requests that go through botocore are parsed by botocore.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import zlib
-from collections import deque
-from collections.abc import Iterator
 from typing import Any
 
 import botocore.session
 import pytest
-from botocore.awsrequest import AWSResponse
-from botocore.config import Config
-from botocore.exceptions import ClientError
 from botocore.parsers import create_parser
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,73 +25,6 @@ from tests.models import RandomEvent
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-
-
-class _Raw:
-    """The part of a urllib3 response AWSResponse reads the body from."""
-
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **kwargs: Any) -> Iterator[bytes]:
-        yield self._body
-
-
-class Canned:
-    """A DynamoDB client whose requests are answered from a queue of HTTP responses."""
-
-    def __init__(self, fast: bool) -> None:
-        session = botocore.session.get_session()
-        self.client = session.create_client(
-            "dynamodb",
-            region_name="us-east-1",
-            endpoint_url="http://canned.invalid",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            config=Config(retries={"total_max_attempts": 2, "mode": "legacy"}),
-        )
-        self.replies: deque[tuple[int, bytes, dict[str, str]]] = deque()
-        self.bodies_parsed: list[bytes] = []  # what botocore's parser was given
-        self.client.meta.events.register("before-send.dynamodb.*", self._answer)
-        if fast:
-            assert fastparse.install(self.client)
-        # registered after the fast parser: sees the body botocore will parse
-        self.client.meta.events.register_last("before-parse.dynamodb", self._seen)
-
-    def reply(self, body: bytes, status: int = 200, **headers: str) -> None:
-        found = {
-            "x-amzn-RequestId": "REQ123",
-            "Content-Type": "application/x-amz-json-1.0",
-            "x-amz-crc32": str(zlib.crc32(body)),
-            **headers,
-        }
-        self.replies.append((status, body, found))
-
-    def _answer(self, request: Any, **kwargs: Any) -> AWSResponse:
-        status, body, headers = self.replies.popleft()
-        return AWSResponse(request.url, status, headers, _Raw(body))
-
-    def _seen(self, response_dict: dict[str, Any], **kwargs: Any) -> None:
-        self.bodies_parsed.append(response_dict["body"])
-
-    def call(self, operation: str, own: bool = True, **params: Any) -> tuple[str, Any]:
-        """("ok", parsed) or ("error", the ClientError's response).
-
-        ``own``: sent as the library sends its own requests (else as the application's).
-        """
-        scope = fastparse.own_requests() if own else contextlib.nullcontext()
-        try:
-            with scope:
-                return "ok", getattr(self.client, operation)(**params)
-        except ClientError as error:
-            return "error", error.response
-
-
-QUERY = {
-    "TableName": "t",
-    "KeyConditionExpression": "pk = :k",
-    "ExpressionAttributeValues": {":k": {"S": "k"}},
-}
 
 
 def same(a: Any, b: Any) -> bool:
@@ -110,18 +38,30 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def both(
-    replies: list[tuple[bytes, int]], operation: str = "query", **params: Any
-) -> tuple[tuple[str, Any], Canned]:
-    """The fast client's result, checked equal to botocore's; and the fast client."""
-    fast, plain = Canned(fast=True), Canned(fast=False)
-    for canned in (fast, plain):
-        for body, status in replies:
-            canned.reply(body, status)
-    got = fast.call(operation, **(params or QUERY))
-    expected = plain.call(operation, **(params or QUERY))
-    assert same(got, expected), (got, expected)
-    return got, fast
+def _shape(operation: str) -> Any:
+    model = botocore.session.get_session().get_service_model("dynamodb")
+    return model.operation_model(operation).output_shape
+
+
+def botocores(body: bytes, operation: str = "Query") -> tuple[str, Any]:
+    """What botocore's json parser makes of a 2xx ``body``: ("ok", parsed) or its error."""
+    try:
+        parsed = create_parser("json").parse(
+            {"status_code": 200, "headers": {}, "body": body, "context": {}}, _shape(operation)
+        )
+    except Exception as error:
+        return "raised", type(error)
+    parsed.pop("ResponseMetadata", None)
+    return "ok", parsed
+
+
+def both(body: bytes, operation: str = "Query") -> Any:
+    """The fast parse of ``body``, checked equal to botocore's (None: it declined)."""
+    got = fastparse.parse_body(_shape(operation), body)
+    if got is not None:
+        expected = botocores(body, operation)
+        assert expected[0] == "ok" and same(got, expected[1]), (got, expected)
+    return got
 
 
 KITCHEN_SINK = {
@@ -177,24 +117,17 @@ def encode(document: Any) -> bytes:
 
 
 def test_every_attribute_type_keys_capacity_and_counts() -> None:
-    (kind, parsed), fast = both([(encode(FULL_RESPONSE), 200)])
-    assert kind == "ok"
-    assert fast.bodies_parsed == [b""]  # the fast path answered; botocore only added metadata
+    parsed = both(encode(FULL_RESPONSE))
+    assert parsed is not None  # the fast path answered
     item = parsed["Items"][0]
     assert item["b"] == {"B": b"\x00\xffbinary"}
     assert item["m"]["M"]["l"]["L"][1]["M"]["deep"] == {"BS": [b"deeper"]}
     assert parsed["LastEvaluatedKey"]["sk"] == {"B": b"\x00last"}
     assert parsed["ConsumedCapacity"]["CapacityUnits"] == 1.5
-    assert parsed["ResponseMetadata"]["RequestId"] == "REQ123"
-    assert parsed["ResponseMetadata"]["HTTPStatusCode"] == 200
-    assert parsed["ResponseMetadata"]["RetryAttempts"] == 0
-    assert parsed["ResponseMetadata"]["HTTPHeaders"]["x-amzn-requestid"] == "REQ123"
 
 
 def test_scan_responses_too() -> None:
-    (kind, _), fast = both([(encode(FULL_RESPONSE), 200)], operation="scan", TableName="t", Limit=5)
-    assert kind == "ok"
-    assert fast.bodies_parsed == [b""]
+    assert both(encode(FULL_RESPONSE), operation="Scan") is not None
 
 
 @pytest.mark.parametrize(
@@ -229,8 +162,9 @@ def test_scan_responses_too() -> None:
     ],
 )
 def test_botocore_rules_for_odd_documents(document: dict[str, Any]) -> None:
-    (kind, _), _ = both([(encode(document), 200)])
-    assert kind == "ok"
+    parsed = both(encode(document))
+    # a null where a map holds AttributeValues is declined (botocore's parser takes it)
+    assert (parsed is None) == (document.get("LastEvaluatedKey", {}) or {}).__contains__("n")
 
 
 @pytest.mark.parametrize(
@@ -247,87 +181,20 @@ def test_botocore_rules_for_odd_documents(document: dict[str, Any]) -> None:
     ],
 )
 def test_bodies_the_fast_path_declines_are_botocores(body: bytes) -> None:
-    """Whatever botocore does with these (parse or raise), the fast client does too."""
-    fast, plain = Canned(fast=True), Canned(fast=False)
-    fast.reply(body)
-    plain.reply(body)
-    outcomes = []
-    for canned in (fast, plain):
-        try:
-            outcomes.append(("ok", canned.call("query", **QUERY)))
-        except Exception as error:  # botocore's own parse errors
-            outcomes.append(("raised", (type(error), str(error))))
-    assert same(outcomes[0], outcomes[1]), outcomes
-    assert fast.bodies_parsed == [body]  # botocore parsed the body itself
+    """Declined (None), never raised: the lean client hands the body to botocore's parser,
+    which parses it or raises its own error."""
+    from shardmodel.lean.client import _loads  # the lean client's decoder
+
+    assert fastparse.parse_body(_shape("Query"), body) is None
+    assert fastparse.parse_body(_shape("Query"), body, _loads) is None
 
 
-def test_errors_go_through_botocore() -> None:
-    error = encode(
-        {
-            "__type": "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException",
-            "message": "Requested resource not found",
-        }
-    )
-    (kind, response), fast = both([(error, 400)])
-    assert kind == "error"
-    assert response["Error"]["Code"] == "ResourceNotFoundException"
-    assert fast.bodies_parsed == [error]
-
-
-def test_retry_attempts_after_a_throttle() -> None:
-    throttle = encode(
-        {
-            "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-            "message": "slow down",
-        }
-    )
-    (kind, parsed), fast = both([(throttle, 400), (encode(FULL_RESPONSE), 200)])
-    assert kind == "ok"
-    assert parsed["ResponseMetadata"]["RetryAttempts"] == 1
-    assert fast.bodies_parsed == [throttle, b""]
-
-
-def test_a_bad_checksum_is_still_botocores_to_catch() -> None:
-    """The fast path leaves the HTTP response alone: the CRC32 check still sees it."""
-    outcomes = []
-    for fast in (True, False):
-        canned = Canned(fast=fast)
-        for _ in range(2):
-            canned.reply(encode(FULL_RESPONSE), **{"x-amz-crc32": "1"})
-        with pytest.raises(Exception) as raised:
-            canned.call("query", **QUERY)
-        outcomes.append(type(raised.value))
-    assert outcomes[0] is outcomes[1]
-
-
-def test_other_operations_are_left_alone() -> None:
+def test_shapes_it_does_not_know_are_declined() -> None:
+    """Other operations' outputs are parsed only where every shape is known to it."""
     document = {"Item": {"b": {"B": b64(b"bin")}}}
-    (kind, parsed), fast = both(
-        [(encode(document), 200)],
-        operation="get_item",
-        TableName="t",
-        Key={"pk": {"S": "k"}},
-    )
-    assert kind == "ok" and parsed["Item"] == {"b": {"B": b"bin"}}
-    assert fast.bodies_parsed == [encode(document)]
-
-
-def test_install_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-    original = fastparse._before_parse
-
-    def counted(**kwargs: Any) -> None:
-        calls.append(kwargs["operation_model"].name)
-        original(**kwargs)
-
-    monkeypatch.setattr(fastparse, "_before_parse", counted)
-    canned = Canned(fast=True)
-    for _ in range(3):
-        assert fastparse.install(canned.client)
-    canned.reply(encode(FULL_RESPONSE))
-    assert canned.call("query", **QUERY)[0] == "ok"
-    assert calls == ["Query"]
-    assert canned.bodies_parsed == [b""]
+    parsed = both(encode(document), operation="GetItem")
+    assert parsed is None or parsed["Item"] == {"b": {"B": b"bin"}}
+    assert fastparse.parse_body(None, encode(document)) is None
 
 
 # -- random attribute values against botocore's parser --------------------------------
@@ -363,7 +230,7 @@ _items = st.dictionaries(_names, _values, min_size=1, max_size=4)
 
 @pytest.fixture(scope="module")
 def query_shape() -> Any:
-    return Canned(fast=False).client.meta.service_model.operation_model("Query").output_shape
+    return _shape("Query")
 
 
 @given(items=st.lists(_items, max_size=4), last=st.none() | _items)
@@ -372,43 +239,59 @@ def test_random_items_parse_like_botocore(query_shape: Any, items: list[Any], la
     if last is not None:
         document["LastEvaluatedKey"] = last
     body = encode(document)
-    expected = create_parser("json").parse(
-        {"status_code": 200, "headers": {}, "body": body, "context": {}}, query_shape
-    )
-    expected.pop("ResponseMetadata")
+    ok, expected = botocores(body)
+    assert ok == "ok"
     assert same(fastparse.parse_body(query_shape, body), expected)
 
 
-# -- the merged query installs it ------------------------------------------------------
+# -- nothing is registered on a botocore client ---------------------------------------
+
+
+def _handlers(client: Any) -> list[tuple[str, Any]]:
+    """Every handler registered on ``client`` for the events a Query goes through."""
+    events = client.meta.events
+    names = [
+        f"{event}.dynamodb.{operation}"
+        for event in (
+            "provide-client-params",
+            "before-parameter-build",
+            "before-call",
+            "request-created",
+            "before-sign",
+            "before-send",
+            "before-parse",
+            "needs-retry",
+            "after-call",
+        )
+        for operation in ("Query", "Scan", "BatchGetItem")
+    ]
+    emitter = events._emitter
+    return [(name, handler) for name in names for handler in emitter._handlers.prefix_search(name)]
 
 
 @pytest.mark.usefixtures("tables")
-def test_merged_queries_parse_fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the botocore path (the lean path parses with parse_body itself: test_lean.py)
-    monkeypatch.setattr(RandomEvent.Meta, "lean_requests", False, raising=False)
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "botocore"])
+def test_a_merged_query_registers_nothing_on_the_client(
+    monkeypatch: pytest.MonkeyPatch, lean: bool
+) -> None:
+    """Issue 41: a ``before-parse`` handler on the model's client changed how every Query
+    and Scan on it was parsed. On both paths the client keeps exactly its own handlers,
+    and nothing is set on it; the botocore path's responses are botocore's to parse."""
+    monkeypatch.setattr(RandomEvent.Meta, "lean_requests", lean, raising=False)
     for ts in range(5):
         RandomEvent(user_id="fp", timestamp=ts, event_type="a").save()
-    assert [e.timestamp for e in RandomEvent.query("fp")] == list(range(5))  # installs
-    bodies: list[bytes] = []
     client = RandomEvent._get_connection().connection.client
-    client.meta.events.register(
-        "before-parse.dynamodb.Query",
-        lambda response_dict, **kwargs: bodies.append(response_dict["body"]),
-    )
+    handlers, attributes = _handlers(client), set(vars(client))
+    assert [e.timestamp for e in RandomEvent.query("fp")] == list(range(5))
     assert [e.timestamp for e in RandomEvent.query("fp", limit=3)] == [0, 1, 2]
-    assert bodies and set(bodies) == {b""}  # every shard's response took the fast path
-
-
-def test_the_applications_own_requests_on_the_client_are_botocores() -> None:
-    """Installed on a client, the fast parser parses only the library's requests: a Query
-    the application sends on the same client goes through botocore's parser, unchanged,
-    and nothing is set on the client."""
-    fast = Canned(fast=True)
-    before = set(vars(fast.client))
-    fast.reply(encode(FULL_RESPONSE))
-    fast.reply(encode(FULL_RESPONSE))
-    assert fast.call("query", own=False, **QUERY)[0] == "ok"
-    assert fast.bodies_parsed == [encode(FULL_RESPONSE)]  # botocore parsed the body
-    assert fast.call("query", **QUERY)[0] == "ok"
-    assert fast.bodies_parsed[1:] == [b""]  # the library's: parsed fast
-    assert set(vars(fast.client)) == before
+    assert RandomEvent.count("fp") == 5
+    assert _handlers(client) == handlers
+    assert set(vars(client)) == attributes
+    if not lean:
+        bodies: list[bytes] = []
+        client.meta.events.register(
+            "before-parse.dynamodb.Query",
+            lambda response_dict, **kwargs: bodies.append(response_dict["body"]),
+        )
+        assert [e.timestamp for e in RandomEvent.query("fp", limit=3)] == [0, 1, 2]
+        assert bodies and b"" not in bodies  # botocore parsed every shard's body itself
