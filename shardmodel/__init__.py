@@ -28,6 +28,10 @@ from shardmodel.keyspace.strategies import HashShards, RandomShards, ShardCount,
 from shardmodel.keyspace.time_buckets import TimeBuckets
 from shardmodel.model.aio import AsyncBatchWrite, AsyncIndex, AsyncResultIterator
 from shardmodel.model.sharded import ShardedBatchWrite, ShardedModel
+
+# every model follows its table's layout and changes without being told (see
+# shardmodel.migration): importing the package registers that
+import shardmodel.migration  # noqa: F401  isort: skip
 from shardmodel.retry import Backoff
 from shardmodel.throttles import throttling_reasons
 from shardmodel.timeseries import (

@@ -319,3 +319,15 @@ TitleDrifted = redeployed(Title, DRIFTED)
 #: code deployed after that swap declares it.
 CLICK_HASH = HashShards(8, on="seq")
 ClickHashed = redeployed(Click, CLICK_HASH)
+
+
+def behind(model: Any, clock: Any) -> Any:
+    """Make ``model`` a process that has not seen the change yet: it reads the state now
+    and keeps that view (every model follows its table by itself; only a view cached
+    longer than the settle time lags like this). Returns its watch (``refresh()``
+    catches up)."""
+    from shardmodel.migration import follow
+
+    watch = follow(model, cache_seconds=10**9, clock=clock)
+    watch.refresh()
+    return watch

@@ -72,7 +72,8 @@ def write_key(item: Any) -> str:
     attr = sharded(model)
     key = instance_key_values(item)
     existing = item._physical_key
-    placement = engine.placement()
+    # inside a write the operation's view; a bare serialize() asks the table nothing
+    placement = engine.placement(io=False)
     if (
         placement.migration is None
         and engine.directory is not None
@@ -87,7 +88,7 @@ def write_key(item: Any) -> str:
     return str(item._physical_key)
 
 
-def stored_key(item: Any) -> str:
+def stored_key(item: Any, io: bool = True) -> str:
     """The physical key of this stored item, for update, delete and refresh.
 
     A counter item's updates go to its home shard, where its other attributes live.
@@ -110,10 +111,11 @@ def stored_key(item: Any) -> str:
         logical = check_logical(model, getattr(item, sharded(model).attr_name))
         return home_key(model, logical, range_value(item))
     key = instance_key_values(item)
-    physical = engine.placement().stored_key(
+    physical = engine.placement(io=io).stored_key(
         key, item._physical_key, model.__name__, sharded(model).attr_name
     )
-    item._physical_key = physical
+    if io:  # a key worked out from a view not asked of the table is not kept
+        item._physical_key = physical
     return physical
 
 

@@ -10,7 +10,8 @@ the command line, the testing toolkit) use it instead of the model's private par
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,10 +26,11 @@ from shardmodel.keyspace.strategies import ShardCount
 if TYPE_CHECKING:
     from shardmodel.attributes import ShardedKeyAttribute
     from shardmodel.dynamic.directory import ShardDirectory
+    from shardmodel.keyspace.layout_record import LayoutRecord
     from shardmodel.keyspace.phases import ActiveMigration
     from shardmodel.throttles import CloudWatchCapacity
 
-__all__ = ["MigrationSource", "Sharding", "sharding_of"]
+__all__ = ["MigrationSource", "Sharding", "follow_tables_by_default", "sharding_of"]
 
 #: Where a model class keeps its engine (in its own ``__dict__``: subclasses have theirs).
 ENGINE = "_shardmodel_engine"
@@ -42,6 +44,20 @@ class MigrationSource(Protocol):
         ...
 
 
+#: Gives a model that follows no source of its own the one of its table (None: it has no
+#: layout to change); set by ``shardmodel.migration``, which sits above the engine.
+_table_source: Callable[[type[Any]], MigrationSource | None] | None = None
+_UNSET: Any = object()
+_DECLARED: Any = object()  # marks a held view that is declared(), not an operation's
+_source_lock = threading.Lock()
+
+
+def follow_tables_by_default(factory: Callable[[type[Any]], MigrationSource | None]) -> None:
+    """Make every model that is not told otherwise follow its table through ``factory``."""
+    global _table_source
+    _table_source = factory
+
+
 class Sharding:
     """A model class's sharding: its spec, placement sources and held views.
 
@@ -50,8 +66,8 @@ class Sharding:
         spec: its checked declaration.
         directory: the metadata table access of a ``DynamicShards`` key (None otherwise).
         executor: sends the model's requests (inside an async call, on the event loop).
-        watch: the migration state the model follows (see ``shardmodel.migration.follow``;
-            None: it follows none).
+        watch: the migration state the model was told to follow
+            (``shardmodel.migration.follow``); None: its table's (:meth:`source`).
     """
 
     def __init__(
@@ -63,6 +79,7 @@ class Sharding:
         self._sync = SyncExecutor(model)
         self._async = AsyncExecutor(model)
         self.watch: MigrationSource | None = None
+        self._table_watch: MigrationSource | None = _UNSET
         #: CloudWatch's view of the table, asked when a throttle names no reason
         self.cloudwatch: CloudWatchCapacity | None = None
         # per thread, and per async call (each runs in a context of its own)
@@ -91,15 +108,67 @@ class Sharding:
 
     # -- the migration the model follows -------------------------------------------------
 
-    def migration(self) -> ActiveMigration | None:
+    def migration(self, io: bool = True) -> ActiveMigration | None:
         """The shard count change in progress, as this process sees it (None: none).
 
-        Inside :meth:`operation`, the view the operation began with.
+        Inside :meth:`operation` (or :meth:`declared`), the view the operation began
+        with. ``io=False`` (a bare ``serialize()``): no request for the table's state, the
+        view last read (the declared layout if none was), unless ``follow()`` chose
+        the source.
         """
         held = self._held.get()
         if held is not None:
             return held[0]
-        return self.watch.current() if self.watch is not None else None
+        source = self.source()
+        if source is None:
+            return None
+        if not io and self.watch is None:
+            peek = getattr(source, "peek", None)
+            if peek is not None:
+                found: ActiveMigration | None = peek()
+                return found
+        return source.current()
+
+    @contextmanager
+    def declared(self) -> Iterator[None]:
+        """Compute keys with the declared layout, asking the table nothing (offline tools
+        and tests that compute keys with no DynamoDB to ask)."""
+        token = self._held.set([None, _DECLARED])
+        try:
+            yield
+        finally:
+            self._held.reset(token)
+
+    def source(self) -> MigrationSource | None:
+        """Where the model learns its table's layout: the watch ``follow()`` gave it, else
+        its table's (made on first use; None for a model whose layout cannot change)."""
+        if self.watch is not None:
+            return self.watch
+        found = self._table_watch
+        if found is _UNSET:
+            with _source_lock:
+                found = self._table_watch
+                if found is _UNSET:
+                    factory = _table_source
+                    found = self._table_watch = None if factory is None else factory(self.model)
+        return found
+
+    def forget_table(self) -> None:
+        """Drop what the model's own watch read of its table (the next use reads again):
+        the table was dropped, or the model now points at another endpoint."""
+        with _source_lock:
+            self._table_watch = _UNSET
+
+    def record(self, io: bool = True) -> LayoutRecord | None:
+        """The table's layout record, as the model's source reads it (None: none);
+        ``io=False``: as last read, with no request (see :meth:`migration`)."""
+        held = self._held.get()
+        if held is not None and len(held) > 1:
+            return None  # declared(): the declaration alone
+        source = self.source()
+        read = getattr(source, "record" if io or self.watch is not None else "peek_record", None)
+        found: LayoutRecord | None = None if read is None else read()
+        return found
 
     @contextmanager
     def operation(self) -> Iterator[ActiveMigration | None]:
@@ -112,10 +181,11 @@ class Sharding:
         which the rules tolerate. Nested operations keep the outer view.
         """
         outer = self._held.get()
-        if outer is not None or self.watch is None:
+        source = None if outer is not None else self.source()
+        if source is None:
             yield outer[0] if outer is not None else None
             return
-        view = self.watch.current()
+        view = source.current()
         token = self._held.set([view])
         try:
             yield view
@@ -130,12 +200,13 @@ class Sharding:
         *,
         reading: Iterable[str] = (),
         counts: dict[str, ShardCount] | None = None,
+        io: bool = True,
     ) -> Placement:
         """Where the items of ``attr`` (default: the table's sharded key) are, now.
 
         ``reading``: the logical keys a read touches, whose dynamic shard counts are read
         (strongly consistent unless the reader cache is on). ``counts``: counts already
-        known, used instead.
+        known, used instead. ``io``: see :meth:`migration`.
         """
         key = self.spec.table_key()
         attr = attr or key
@@ -148,7 +219,7 @@ class Sharding:
             for logical in reading:
                 if logical not in found:
                     found[logical] = self.directory.for_read(logical)
-        return Placement(attr.layout, self.migration(), found, key_name=attr.attr_name)
+        return Placement(attr.layout, self.migration(io), found, key_name=attr.attr_name)
 
 
 def sharding_of(model: type[Any]) -> Sharding:

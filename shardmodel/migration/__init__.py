@@ -1,10 +1,13 @@
 """Changing a fixed shard count online: phases, the state table and their jobs.
 
 See the resharding runbook (docs/resharding.rst). Every process that reads or writes
-the model calls :func:`follow` once; an operator drives the phases with
-:class:`Reshard` or ``shardmodel reshard module:Model --to N``.
+a model follows its table's state by itself (importing shardmodel is enough;
+:func:`follow` only tunes it); an operator drives the phases with :class:`Reshard` or
+``shardmodel reshard module:Model --to N``.
 """
 
+from shardmodel.engine.sharding import follow_tables_by_default
+from shardmodel.keyspace.layout_record import LayoutRecord
 from shardmodel.keyspace.phases import (
     COPY_MARKER,
     MOVE_MARKER,
@@ -17,9 +20,18 @@ from shardmodel.keyspace.phases import (
 from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.estimate import Estimate
 from shardmodel.migration.reshard import Reshard
-from shardmodel.migration.rules import ReshardWatch, follow, unfollow
+from shardmodel.migration.rules import (
+    ReshardWatch,
+    TableWatch,
+    declared_layout,
+    follow,
+    table_watch,
+    unfollow,
+)
 from shardmodel.migration.state import MigrationConflictError, MigrationStore, SegmentProgress
 from shardmodel.migration.status import ReshardStatus, SegmentStatus, reshard_status
+
+follow_tables_by_default(table_watch)
 
 __all__ = [
     "COPY_MARKER",
@@ -27,6 +39,7 @@ __all__ = [
     "PHASES",
     "ActiveMigration",
     "Estimate",
+    "LayoutRecord",
     "MigrationConflictError",
     "MigrationState",
     "MigrationStore",
@@ -39,6 +52,8 @@ __all__ = [
     "ScanJob",
     "SegmentProgress",
     "SegmentStatus",
+    "TableWatch",
+    "declared_layout",
     "follow",
     "reshard_status",
     "unfollow",

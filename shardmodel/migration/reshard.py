@@ -13,8 +13,9 @@ from pynamodb.models import Model
 from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
-from shardmodel.keyspace.bucket_counts import first_bucket_after
+from shardmodel.keyspace.bucket_counts import CountSchedule, first_bucket_after
 from shardmodel.keyspace.keys import KeyLayout
+from shardmodel.keyspace.layout_record import finished
 from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.phases import (
     PHASES,
@@ -290,6 +291,7 @@ class Reshard:
         check_settle(settle_seconds)
         check_segments(segments)
         self.check_table()  # before the state table exists: a typo leaves nothing behind
+        self.watch.refresh()  # a declaration the table's layout record contradicts: refused
         self.store.ensure_table()
         if self.status() is not None:
             raise MigrationConflictError(
@@ -494,7 +496,7 @@ class Reshard:
                     f"boundaries (from {state.new_boundaries[1]!r} to "
                     f"{state.new_boundaries[-1]!r}), then run --finish from it"
                 )
-            self.store.remove()
+            self._finished(state)
             return
         if state.new_strategy is not None:
             position = numbered_position(name, layout)
@@ -506,7 +508,7 @@ class Reshard:
                     "is; deploy the code that declares "
                     f"{state.new_strategy.describe(state.new_count)}, then run --finish from it"
                 )
-            self.store.remove()
+            self._finished(state)
             return
         declared = shard_count(name, layout)
         if declared != state.new_count:
@@ -515,7 +517,23 @@ class Reshard:
                 f"declaring {declared} would read and write the old keys, where no item is; "
                 f"deploy the code that declares {state.new_count}, then run --finish from it"
             )
+        self._finished(state)
+
+    def _finished(self, state: MigrationState, schedule: CountSchedule | None = None) -> None:
+        """Remove the finished change's state and record the layout the table now holds
+        (every process reads it: code declaring another layout is refused by name);
+        ``schedule``: a time series' counts by bucket after the change."""
+        record = finished(
+            self.model.__name__,
+            state.table,
+            self._layout(),
+            schedule,
+            self.store.read_layout(),
+            state.change,
+            self.clock.now(),
+        )
         self.store.remove()
+        self.store.write_layout(record)
 
     def _finish_series(self, state: MigrationState) -> None:
         """Remove a time series' count change once the code declares it."""
@@ -531,18 +549,19 @@ class Reshard:
                     f"the code that declares HashShards({new}, ...) as before the change "
                     f"(no counts_before entry {cutover!r})"
                 )
-            self.store.remove()
+            self._finished(state, series.schedule)
             return
-        if not series.schedule.declares(cutover, old, new):
+        schedule = series.schedule
+        if schedule.last != new or dict(schedule.changes).get(cutover, old) != old:
             raise MigrationConflictError(
                 f"{self.model.__name__} declares {series.schedule.last} shards with "
                 f"counts_before={series.schedule.describe()}: once the state is removed, that "
                 f"code would read and write the buckets from {cutover!r} on with the wrong "
-                f"count; deploy the code that declares HashShards({new}, ...) and "
-                f"BucketKeyAttribute(counts_before={{{cutover!r}: {old}}}) (keep earlier "
-                "entries), then run --finish from it"
+                f"count; deploy the code that declares HashShards({new}, ...) (the table "
+                f"records that the buckets before {cutover!r} have {old}: counts_before may "
+                "leave them out), then run --finish from it"
             )
-        self.store.remove()
+        self._finished(state, schedule.with_cutover(cutover, old, new))
 
     def abort(self) -> MigrationState:
         """Abort the migration; returns its state as it was.

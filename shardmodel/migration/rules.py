@@ -1,4 +1,4 @@
-"""How a process follows a model's shard count change: the watch, and what it refuses.
+"""How a process follows a model's layout: the watch, and what it refuses.
 
 A process learns the phase from the migration state table through a
 :class:`ReshardWatch` (cached for ``cache_seconds``); the model's engine composes the
@@ -6,12 +6,20 @@ migration it sees into every placement (see :mod:`shardmodel.keyspace.phases` fo
 each phase means). A write takes one view at its start and follows that phase's rules to
 its last request (``Sharding.operation``): a row mixed with the next one is not a row of
 the rules' table.
+
+Every model that can be resharded follows its table without being told: on first use it
+gets a :class:`TableWatch` (the state table ``<table>-reshard``, cached five seconds, read
+again at once after this process changed it). ``follow()`` is a tuning knob: another
+cache time, a clock, another state table. With no change in progress the watch holds the
+table's layout record (:mod:`shardmodel.keyspace.layout_record`): a declaration that
+disagrees with it is refused by name before any read or write.
 """
 
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
 from pynamodb.constants import ALL
@@ -22,6 +30,7 @@ from shardmodel.core.times import Clock, SystemClock
 from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.keys import KeyLayout
+from shardmodel.keyspace.layout_record import LayoutRecord, disagreement
 from shardmodel.keyspace.phases import (
     ActiveMigration,
     MigrationState,
@@ -30,9 +39,18 @@ from shardmodel.keyspace.phases import (
     shard_count,
 )
 from shardmodel.keyspace.strategies import RandomShards
-from shardmodel.migration.state import MigrationStore
+from shardmodel.migration.state import MigrationStore, changes_made_here
 
-__all__ = ["ReshardWatch", "check_reshardable", "follow", "is_series", "unfollow"]
+__all__ = [
+    "ReshardWatch",
+    "TableWatch",
+    "check_reshardable",
+    "declared_layout",
+    "follow",
+    "is_series",
+    "table_watch",
+    "unfollow",
+]
 
 
 class ReshardWatch:
@@ -59,15 +77,33 @@ class ReshardWatch:
         self.cache_seconds = cache_seconds
         self.clock = clock or SystemClock()
         self._lock = threading.Lock()
-        self._cached: tuple[float, ActiveMigration | None] | None = None
+        #: (read at, the migration, the layout record, the refusal of the declaration)
+        self._cached: (
+            tuple[float, ActiveMigration | None, LayoutRecord | None, Exception | None] | None
+        ) = None
 
     def current(self) -> ActiveMigration | None:
-        """The migration in progress (None: none), from the cache when fresh enough."""
+        """The migration in progress (None: none), from the cache when fresh enough.
+
+        Raises:
+            ShardConfigurationError: the model's declaration disagrees with the table's
+                change in progress or with its layout record (the message says what to
+                declare).
+        """
+        return _answer(self._fresh())
+
+    def record(self) -> LayoutRecord | None:
+        """The table's layout record as last read (None: no finished change recorded)."""
+        return self._fresh()[2]
+
+    def _fresh(
+        self,
+    ) -> tuple[float, ActiveMigration | None, LayoutRecord | None, Exception | None]:
         with self._lock:
             cached = self._cached
-        if cached is not None and self.clock.now() - cached[0] < self.cache_seconds:
-            return cached[1]
-        return self.refresh()
+        if cached is None or self.clock.now() - cached[0] >= self.cache_seconds:
+            return self._read()
+        return cached
 
     def held(self) -> AbstractContextManager[ActiveMigration | None]:
         """One operation's view of the model's migration (``Sharding.operation``): every
@@ -76,11 +112,38 @@ class ReshardWatch:
 
     def refresh(self) -> ActiveMigration | None:
         """Read the state table now (strongly consistent) and cache what it says."""
+        return _answer(self._read())
+
+    def _read(
+        self,
+    ) -> tuple[float, ActiveMigration | None, LayoutRecord | None, Exception | None]:
         now = self.clock.now()
-        found = self.active(self.store.read())
+        state, record = self.store.read_current()
+        found: ActiveMigration | None = None
+        refused: Exception | None = None
+        try:
+            found = self.active(state)
+            if state is None and record is not None:
+                self._check_record(record)
+        except ShardConfigurationError as error:
+            refused = error
+        read = (now, found, record, refused)
         with self._lock:
-            self._cached = (now, found)
-        return found
+            self._cached = read
+        return read
+
+    def _check_record(self, record: LayoutRecord) -> None:
+        """Refuse a declaration the table's layout record contradicts."""
+        name = self.model.__name__
+        if is_series(self.model):
+            series = self.model._series_layout  # type: ignore[attr-defined]
+            reason = disagreement(record, name, series.pk().layout, series.schedule)
+        else:
+            key = sharding_of(self.model).spec.table_key()
+            assert key is not None  # follow() checked the model
+            reason = disagreement(record, name, key.layout)
+        if reason is not None:
+            raise ShardConfigurationError(reason)
 
     def active(self, state: MigrationState | None) -> ActiveMigration | None:
         """The migration ``state`` describes for this model's declared layout."""
@@ -132,13 +195,15 @@ class ReshardWatch:
                     f"aborted change (HashShards({old}, ...) with counts_before="
                     f"{{{cutover!r}: {new}}})"
                 )
-        elif schedule.last != old and not schedule.declares(cutover, old, new):
+        elif schedule.last not in (old, new) or dict(schedule.changes).get(cutover, old) != old:
+            # the new count may leave the cutover out: the change (and then the table's
+            # layout record) holds it
             raise ShardConfigurationError(
                 f"{name} declares {schedule.last} shards with counts_before="
                 f"{schedule.describe()}, but the count change of table {state.table!r} "
                 f"moves {old} -> {new} shards from bucket {cutover!r}; declare "
-                f"HashShards({old}, ...), or HashShards({new}, ...) with "
-                f"counts_before={{{cutover!r}: {old}}} on the BucketKeyAttribute"
+                f"HashShards({old}, ...) or HashShards({new}, ...) (counts_before may "
+                f"leave the change out; if given, {{{cutover!r}: {old}}})"
             )
         return ActiveMigration(state, *state.layouts(name, layout.pk().layout))
 
@@ -167,6 +232,69 @@ class ReshardWatch:
                 "declare the old or the new strategy"
             )
         return ActiveMigration(state, old, new)
+
+
+def _answer(
+    read: tuple[float, ActiveMigration | None, LayoutRecord | None, Exception | None],
+) -> ActiveMigration | None:
+    if read[3] is not None:
+        raise read[3]
+    return read[1]
+
+
+class TableWatch(ReshardWatch):
+    """The watch a model has without ``follow()``: its table's default state table, the
+    system clock, five seconds of cache, and a fresh read as soon as this process changed
+    that state table itself (so a script that advances a phase reads the new one)."""
+
+    def __init__(self, model: type[Model]) -> None:
+        super().__init__(model, MigrationStore(model))
+        self._seen = -1
+
+    def peek(self) -> ActiveMigration | None:
+        """The migration as last read, without a request (None: none, or never read)."""
+        with self._lock:
+            cached = self._cached
+        return None if cached is None else _answer(cached)
+
+    def peek_record(self) -> LayoutRecord | None:
+        """The layout record as last read, without a request (None: none, or never read)."""
+        with self._lock:
+            cached = self._cached
+        return None if cached is None else cached[2]
+
+    def _fresh(
+        self,
+    ) -> tuple[float, ActiveMigration | None, LayoutRecord | None, Exception | None]:
+        made = changes_made_here(self.store.table_name)
+        if made != self._seen:
+            self._seen = made
+            return self._read()
+        return super()._fresh()
+
+
+@contextmanager
+def declared_layout(*models: type[Model]) -> Iterator[None]:
+    """Compute keys of ``models`` with their declared layouts, asking no table.
+
+    For offline tools and tests that compute keys (``get_physical_key``, ``serialize``)
+    with no DynamoDB to ask. Never around reads or writes of a table another process may
+    be changing: they would use the declaration instead of the table's layout.
+    """
+    with ExitStack() as stack:
+        for model in models:
+            stack.enter_context(sharding_of(model).declared())
+        yield
+
+
+def table_watch(model: type[Model]) -> TableWatch | None:
+    """The watch of a model that never called ``follow()`` (None: it cannot be resharded,
+    so it has no change to follow)."""
+    try:
+        check_reshardable(model)
+    except ShardConfigurationError:
+        return None
+    return TableWatch(model)
 
 
 def check_reshardable(model: type[Model]) -> None:
@@ -246,10 +374,12 @@ def follow(
     clock: Clock | None = None,
     table_name: str | None = None,
 ) -> ReshardWatch:
-    """Make ``model`` follow its table's migration state (call it in every process).
+    """Tune how ``model`` follows its table's migration state (optional).
 
-    Reads and writes then obey the current phase's rules. Returns the watch (its
-    ``refresh()`` forces a fresh read).
+    Every model follows its table without this call (:class:`TableWatch`: five seconds
+    of cache on the system clock); ``follow()`` replaces that watch with one of its own
+    cache time, clock or state table. Returns the watch (its ``refresh()`` forces a
+    fresh read).
     """
     check_reshardable(model)
     watch = ReshardWatch(model, MigrationStore(model, table_name), cache_seconds, clock)
@@ -258,5 +388,8 @@ def follow(
 
 
 def unfollow(model: type[Model]) -> None:
-    """Stop following the migration state (after the code declares the new count)."""
-    sharding_of(model).watch = None
+    """Drop the watch ``follow()`` gave (the model follows its table's own again, read
+    afresh)."""
+    engine = sharding_of(model)
+    engine.watch = None
+    engine.forget_table()

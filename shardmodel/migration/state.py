@@ -20,6 +20,7 @@ from pynamodb.models import Model
 from shardmodel.core.tables import create_table
 from shardmodel.dynamic.metadata import MIRRORED_META
 from shardmodel.errors import ShardModelError
+from shardmodel.keyspace.layout_record import LayoutRecord
 from shardmodel.keyspace.phases import PHASES, MigrationState, Phase
 from shardmodel.lean.context import AsyncAwareModel
 from shardmodel.retry import is_condition_failure
@@ -27,6 +28,7 @@ from shardmodel.retry import is_condition_failure
 __all__ = [
     "PHASES",
     "ChangePausedError",
+    "LayoutRecord",
     "MigrationConflictError",
     "MigrationState",
     "MigrationStore",
@@ -71,6 +73,20 @@ class SegmentProgress:
 
 _converter = cattrs.Converter()
 
+#: Per state table, how many times this process changed its state or layout record: a
+#: model following the table without follow() reads it again at once after a change made
+#: here (a test, or an operator's script, that changes a phase and then reads).
+_changes: dict[str, int] = {}
+
+
+def changes_made_here(table_name: str) -> int:
+    """How often this process changed the state or layout record in ``table_name``."""
+    return _changes.get(table_name, 0)
+
+
+def _changed(table_name: str) -> None:
+    _changes[table_name] = _changes.get(table_name, 0) + 1
+
 
 def state_model(table_name: str, meta: Any) -> type[Model]:
     """The PynamoDB model of a migration state table; ``meta`` lends endpoint and keys."""
@@ -88,7 +104,12 @@ def state_model(table_name: str, meta: Any) -> type[Model]:
 
 
 class MigrationStore:
-    """Reads and writes one model's migration state (table ``<main table>-reshard``)."""
+    """Reads and writes one model's migration state (table ``<main table>-reshard``).
+
+    Its items: the change in progress (id ``<table>``), each segment's progress
+    (``<table>#<job>#<segments>#<segment>``) and the layout record the last finished
+    change left (``<table>@layout``), read with the state in one request.
+    """
 
     def __init__(self, model: type[Model], table_name: str | None = None) -> None:
         self.model = model
@@ -110,6 +131,11 @@ class MigrationStore:
         """Create the state table (on-demand) if it does not exist."""
         create_table(self.items())
 
+    @property
+    def layout_key(self) -> str:
+        """The id of the table's layout record."""
+        return f"{self.table}@layout"
+
     def _get(self, key: str) -> tuple[dict[str, Any], int] | None:
         items = self.items()
         try:
@@ -121,6 +147,43 @@ class MigrationStore:
                 return None
             raise
         return json.loads(item.body), int(item.version)  # type: ignore[attr-defined]
+
+    def read_current(self) -> tuple[MigrationState | None, LayoutRecord | None]:
+        """The change in progress and the layout record, in one strongly consistent read."""
+        items = self.items()
+        try:
+            found = {
+                item.id: item  # type: ignore[attr-defined]
+                for item in items.batch_get([self.table, self.layout_key], consistent_read=True)
+            }
+        except TableDoesNotExist:
+            return None, None
+        except GetError as error:
+            if getattr(error, "cause_response_code", None) == "ResourceNotFoundException":
+                return None, None
+            raise
+        state = record = None
+        if self.table in found:
+            item: Any = found[self.table]
+            body = _converter.structure(json.loads(item.body), MigrationState)
+            state = evolve(body, version=int(item.version))
+        if self.layout_key in found:
+            kept: Any = found[self.layout_key]
+            record = _converter.structure(json.loads(kept.body), LayoutRecord)
+        return state, record
+
+    def read_layout(self) -> LayoutRecord | None:
+        """The layout record the last finished change left (None: no change finished)."""
+        found = self._get(self.layout_key)
+        return None if found is None else _converter.structure(found[0], LayoutRecord)
+
+    def write_layout(self, record: LayoutRecord) -> None:
+        """Store the table's layout record (``--finish``: the layout its items now have)."""
+        items = self.items()
+        body = json.dumps(_converter.unstructure(record), sort_keys=True)
+        found = self._get(self.layout_key)
+        items(self.layout_key, body=body, version=(found[1] if found else 0) + 1).save()
+        _changed(self.table_name)
 
     def _put(self, key: str, body: dict[str, Any], version: int) -> None:
         """Write ``body`` at ``version + 1`` if the stored version is still ``version``."""
@@ -153,6 +216,7 @@ class MigrationStore:
         """Store ``state`` if nobody changed it since it was read; returns the stored one."""
         body = _converter.unstructure(evolve(state, version=0))
         self._put(self.table, body, state.version)
+        _changed(self.table_name)
         return evolve(state, version=state.version + 1)
 
     def remove(self) -> None:
@@ -169,6 +233,8 @@ class MigrationStore:
             key: str = item.id  # type: ignore[attr-defined]
             if key.startswith(f"{self.table}#") or (key == self.table and not keep_state):
                 item.delete()
+        if not keep_state:
+            _changed(self.table_name)
 
     def _segment_id(self, job: str, segments: int, segment: int) -> str:
         return f"{self.table}#{job}#{segments}#{segment}"

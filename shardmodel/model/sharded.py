@@ -131,12 +131,16 @@ class ShardedModel(DynamicKeyAdmin, AsyncModelMethods, Model, metaclass=ShardedM
         return sharded(cls).layout.logical_key(physical_key)
 
     def get_physical_key(self) -> str | None:
-        """The item's physical partition key, or None while its shard is not yet chosen."""
+        """The item's physical partition key, or None while its shard is not yet chosen.
+
+        Pure: worked out from the layout change this process last read of the table
+        (the declared layout before any read), with no request.
+        """
         attr = sharding_of(type(self)).spec.table_key()
         if attr is None:
             return None
         if self._physical_key is None and attr.layout.deterministic:
-            return codec.stored_key(self)
+            return codec.stored_key(self, io=False)  # asks the table nothing
         return self._physical_key
 
     # -- the codec: PynamoDB's hooks ------------------------------------------------------

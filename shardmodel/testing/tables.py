@@ -40,9 +40,19 @@ def _metadata_table(model: type[Model]) -> Any:
     return None if directory is None else directory.table()
 
 
+def _forget_layout(model: type[Model]) -> None:
+    """A sharded model reads its table's layout afresh (the table went, or moved)."""
+    from shardmodel.engine import sharding_of
+    from shardmodel.model.sharded import ShardedModel
+
+    if isinstance(model, type) and issubclass(model, ShardedModel):
+        sharding_of(model).forget_table()
+
+
 def drop_tables(models: Iterable[type[Model]]) -> None:
     """Delete each model's table if it exists."""
     for model in models:
+        _forget_layout(model)
         if model.exists():
             model.delete_table()
 
@@ -62,3 +72,4 @@ def bind_models(models: Iterable[type[Model]], host: str | None, **meta: Any) ->
         for name, value in meta.items():
             setattr(model.Meta, name, value)
         model._connection = None
+        _forget_layout(model)

@@ -25,6 +25,7 @@ from shardmodel.errors import (
 )
 from shardmodel.expressions.conditions import check_flag, check_paging, named_paths
 from shardmodel.keyspace.bucket_counts import CountSchedule, during
+from shardmodel.keyspace.layout_record import recorded_schedule
 from shardmodel.model.sharded import ShardedModel
 from shardmodel.request_bound import check_fan_out, request_bound
 from shardmodel.timeseries.aio import AsyncSeriesMethods
@@ -149,7 +150,7 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         moment = to_utc(f"{model}.{layout.time}", value)
         setattr(self, layout.time, moment)
         sort_key = layout.sk().compose(entity, moment)
-        schedule, cutover = type(self)._counts()
+        schedule, cutover = type(self)._counts(io=False)  # a serialize() asks nothing
         bucket = layout.partition_key(entity, moment, schedule)
         partition_key = layout.escalated(bucket, sort_key, hot_count(type(self), entity))
         loaded = self._loaded_keys
@@ -191,15 +192,19 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         return bucket_label(moment, layout.bucket_format())
 
     @classmethod
-    def _counts(cls) -> tuple[CountSchedule | None, str | None]:
+    def _counts(cls, io: bool = True) -> tuple[CountSchedule | None, str | None]:
         """The shard count of each bucket as this operation sees it, and the bucket a
         count change in progress starts from (None: none)."""
         layout = cls._series()
         if layout.schedule is None:
             return None, None
-        migration = sharding_of(cls).migration()
+        engine = sharding_of(cls)
+        migration = engine.migration(io)
         state = None if migration is None else migration.state
-        schedule = during(layout.schedule, state)
+        # the table's history is the truth: a declaration without counts_before (or with
+        # part of it) reads the earlier buckets with the counts the table recorded; one
+        # that contradicts the record was refused by the model's watch
+        schedule = during(recorded_schedule(engine.record(io)) or layout.schedule, state)
         # one count for every bucket, the declared one: the declared layout itself
         plain = not schedule.changes and schedule.last == layout.schedule.last
         return (None if plain else schedule), None if state is None else state.cutover

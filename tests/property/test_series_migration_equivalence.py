@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from shardmodel.migration import Phase, Reshard, follow, unfollow
 from shardmodel.testing import SimulatedClock
-from tests.migration_models import series_redeployed, shard_moves
+from tests.migration_models import behind, series_redeployed, shard_moves
 from tests.models import PlainReading
 from tests.series_equivalence import BASE, times
 
@@ -151,6 +151,7 @@ def test_a_series_count_change_reads_what_one_partition_per_sensor_reads(
     follower, lagging = series_redeployed(16, table=table), series_redeployed(16, table=table)
     follower.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
     follow(follower, cache_seconds=0, clock=clock)
+    behind(lagging, clock)  # a process that has not seen the change yet
     operator = Reshard(follower, clock=clock)
     ledger: dict[tuple[str, datetime], tuple[int, bool]] = {}
     #: an aborted change's return: the rows of readings whose two counts' partitions

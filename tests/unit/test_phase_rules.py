@@ -54,6 +54,7 @@ from shardmodel.migration import (
     Phase,
     PhaseRules,
     ReshardWatch,
+    TableWatch,
     follow,
     unfollow,
 )
@@ -327,9 +328,10 @@ class Store:
         self.found = found
         self.reads = 0
 
-    def read(self) -> MigrationState | None:
+    def read_current(self) -> tuple[MigrationState | None, None]:
+        """The state and (none) layout record, as the state table gives both at once."""
         self.reads += 1
-        return self.found
+        return self.found, None
 
 
 def watch_of(found: MigrationState | None, cache: float = 5.0) -> tuple[ReshardWatch, Any]:
@@ -416,7 +418,8 @@ def test_an_operation_holds_one_view_of_the_phase() -> None:
 
 
 def test_a_write_sees_one_view_of_the_phase() -> None:
-    """A write holds one view from its first request to its last; without a watch, none."""
+    """A write holds one view from its first request to its last; after unfollow() the
+    model follows its table's own watch (no follow() needed), and inside declared() none."""
     watch = follow(PhaseModel, cache_seconds=0, clock=SimulatedClock(start=1000.0))
     engine = sharding_of(PhaseModel)
     try:
@@ -430,7 +433,8 @@ def test_a_write_sees_one_view_of_the_phase() -> None:
             assert view is not None and view.state.phase == Phase.READ_NEW
     finally:
         unfollow(PhaseModel)
-    with engine.operation() as nothing:
+    assert isinstance(engine.source(), TableWatch)
+    with engine.declared(), engine.operation() as nothing:
         assert nothing is None
 
 

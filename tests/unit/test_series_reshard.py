@@ -38,6 +38,7 @@ from shardmodel.testing import (
 from tests.migration_models import (
     MIGRATION_MODELS,
     SensorSeries,
+    behind,
     series_redeployed,
     shard_moves,
 )
@@ -115,6 +116,7 @@ def test_the_count_changes_from_a_future_bucket_and_every_read_stays_exact(
             write(SensorSeries, ledger, sensor, at(minutes / 60), n)
     follow(SensorSeries, cache_seconds=0, clock=clock)
     lagging = series_redeployed(16)  # a process that has not seen the change yet
+    behind(lagging, clock)
     operator = Reshard(SensorSeries, clock=clock)
     state = operator.start(32, settle_seconds=60)
     assert (state.phase, state.cutover) == (Phase.PREPARE, None)
@@ -180,13 +182,24 @@ def test_the_count_changes_from_a_future_bucket_and_every_read_stays_exact(
     check_reads(renewed, ledger, low, high)
     assert operator.advance().phase == Phase.DONE
     # --finish refuses the code that still declares 16 shards, naming the declaration
-    with pytest.raises(MigrationConflictError, match=r"counts_before=\{'2023-11-14T23': 16\}"):
+    with pytest.raises(MigrationConflictError, match=r"declares HashShards\(32, \.\.\.\)"):
         operator.finish()
     assert operator.status() is not None
     Reshard(renewed, clock=clock).finish()
     assert operator.status() is None
     unfollow(renewed)
-    check_reads(renewed, ledger, low, high)  # from its declaration alone
+    check_reads(renewed, ledger, low, high)  # its declaration and the table's record agree
+    # code declaring the new count without counts_before reads the earlier buckets with
+    # the counts the table recorded at --finish; code still declaring 16 is refused
+    bare = series_redeployed(32)
+    check_reads(bare, ledger, low, high)
+    with pytest.raises(
+        ShardConfigurationError,
+        match=r"holds HashShards\(32, .*; declare HashShards\(32, .*may be left out",
+    ):
+        SensorSeries.get_reading(SENSORS[0], at(0.5))
+    with pytest.raises(ShardConfigurationError, match="not the table's"):
+        series_redeployed(32, {"2023-11-14T22": 16}).get_reading(SENSORS[0], at(0.5))
 
 
 def test_an_update_of_a_reading_loaded_from_its_old_partition_is_refused(
@@ -195,11 +208,13 @@ def test_an_update_of_a_reading_loaded_from_its_old_partition_is_refused(
     """A reading a lagging process wrote past the cutover with the old count: update and
     delete would act on the old row the cleanup moves; a whole save goes to the new one."""
     follow(SensorSeries, cache_seconds=0, clock=clock)
+    lagging = series_redeployed(16)
+    behind(lagging, clock)
     operator = Reshard(SensorSeries, clock=clock)
     operator.start(32, settle_seconds=0)
     operator.advance()
     sensor = next(s for s in SENSORS if shard_moves(s))
-    series_redeployed(16)(sensor_id=sensor, timestamp=at(3), value=1).save()
+    lagging(sensor_id=sensor, timestamp=at(3), value=1).save()
     stray = next(iter(SensorSeries.scan()))
     with pytest.raises(ShardKeyError, match="save\\(\\) it whole"):
         stray.update(actions=[SensorSeries.value.set(2)])
@@ -307,9 +322,12 @@ def test_the_declaration_must_match_the_change(clock: SimulatedClock) -> None:
     with pytest.raises(ShardConfigurationError, match="declare 16 until"):
         follow(early, cache_seconds=0, clock=clock).refresh()
     operator.advance()
+    # the new count without counts_before: the change (then the table) holds the cutover
     undeclared = series_redeployed(32)
-    with pytest.raises(ShardConfigurationError, match=r"counts_before=\{'2023-11-14T23': 16\}"):
-        follow(undeclared, cache_seconds=0, clock=clock).refresh()
+    assert follow(undeclared, cache_seconds=0, clock=clock).refresh() is not None
+    wrong = series_redeployed(32, {"2023-11-14T23": 8})
+    with pytest.raises(ShardConfigurationError, match=r"if given, \{'2023-11-14T23': 16\}"):
+        follow(wrong, cache_seconds=0, clock=clock).refresh()
     other = series_redeployed(24)
     with pytest.raises(ShardConfigurationError, match="declare HashShards\\(16"):
         follow(other, cache_seconds=0, clock=clock).refresh()
@@ -425,6 +443,7 @@ def test_a_hot_sensors_sub_partitions_follow_the_change(clock: SimulatedClock) -
     SensorSeries.Meta.hot_entities = {sensor: 4}  # type: ignore[attr-defined]
     try:
         lagging = series_redeployed(16)
+        behind(lagging, clock)
         follow(SensorSeries, cache_seconds=0, clock=clock)
         operator = Reshard(SensorSeries, clock=clock)
         operator.start(32, settle_seconds=0)
