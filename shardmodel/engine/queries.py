@@ -37,6 +37,7 @@ from shardmodel.engine.sharding import sharding_of
 from shardmodel.errors import (
     PhysicalKeyWarning,
     ShardConfigurationError,
+    ShardModelError,
     UnsupportedOperationError,
 )
 from shardmodel.keyspace.strategies import TimeBounds
@@ -143,23 +144,38 @@ def query(
             f"{model.__name__}.query(rate_limit=...): a merged query reads shards in "
             "parallel and cannot share one rate limiter; lower parallelism instead"
         )
-    plan = plan_query(
-        model,
-        query_placement(model, hash_key, index_name),
-        hash_key,
-        range_key_condition,
-        filter_condition,
-        consistent_read,
-        index_name,
-        scan_index_forward,
-        limit,
-        last_evaluated_key,
-        attributes_to_get,
-        page_size,
-        time_range=time_range,
-        max_requests=max_requests,
+
+    def planned(placement: Placement) -> QueryPlan:
+        return plan_query(
+            model,
+            placement,
+            hash_key,
+            range_key_condition,
+            filter_condition,
+            consistent_read,
+            index_name,
+            scan_index_forward,
+            limit,
+            last_evaluated_key,
+            attributes_to_get,
+            page_size,
+            time_range=time_range,
+            max_requests=max_requests,
+        )
+
+    try:
+        placement = query_placement(model, hash_key, index_name)
+    except ShardModelError:
+        raise
+    except Exception:
+        # the table's layout could not be read (no endpoint, no credentials): a call
+        # that is wrong whatever the layout is named first, as with DynamoDB there
+        with engine.declared():
+            planned(query_placement(model, hash_key, index_name))
+        raise
+    return run_query(
+        model, planned(placement), limit, page_size, parallelism_of(model, parallelism)
     )
-    return run_query(model, plan, limit, page_size, parallelism_of(model, parallelism))
 
 
 def run_query(
