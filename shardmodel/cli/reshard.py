@@ -87,7 +87,15 @@ def add_reshard_parser(commands: Subparsers) -> None:
         help="with --status: one JSON object (phase, segments, wait, next command)",
     )
     reshard.add_argument(
-        "--finish", action="store_true", help="remove the state of a done migration"
+        "--finish",
+        action="store_true",
+        help="remove the state of a done migration and record the table's layout",
+    )
+    reshard.add_argument(
+        "--record",
+        action="store_true",
+        help="record the declared layout as the table's (a table no change has recorded), "
+        "after checking a sample of its items",
     )
     reshard.add_argument(
         "--abort",
@@ -311,7 +319,16 @@ def _run(operator: Reshard, args: argparse.Namespace) -> int:
             return 0
         if args.finish:
             operator.finish()
-            print(f"{model.__name__}: migration state removed")
+            recorded = operator.store.read_layout()
+            held = "" if recorded is None else f"; the table records {recorded.describe()}"
+            print(f"{model.__name__}: migration state removed{held}")
+            return 0
+        if args.record:
+            recorded = operator.record()
+            print(
+                f"{model.__name__}: table {recorded.table!r} records {recorded.describe()}; "
+                "every process now refuses code that declares another layout"
+            )
             return 0
         if args.abort:
             aborted = operator.abort()

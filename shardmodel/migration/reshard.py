@@ -15,7 +15,7 @@ from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.bucket_counts import CountSchedule, first_bucket_after
 from shardmodel.keyspace.keys import KeyLayout
-from shardmodel.keyspace.layout_record import finished
+from shardmodel.keyspace.layout_record import LayoutRecord, finished
 from shardmodel.keyspace.ordered import OrderedShards
 from shardmodel.keyspace.phases import (
     PHASES,
@@ -30,6 +30,7 @@ from shardmodel.keyspace.phases import (
 from shardmodel.keyspace.strategies import MAX_SHARDS, HashShards, RandomShards
 from shardmodel.migration.backfill import Progress, ScanJob
 from shardmodel.migration.estimate import Estimate, moving_fraction, sampled_size
+from shardmodel.migration.recording import record_layout
 from shardmodel.migration.rules import ReshardWatch, check_reshardable, is_series
 from shardmodel.migration.series_cleanup import SeriesCleanup
 from shardmodel.migration.state import (
@@ -534,6 +535,13 @@ class Reshard:
         )
         self.store.remove()
         self.store.write_layout(record)
+
+    def record(self) -> LayoutRecord:
+        """Record the declared layout as the table's (``reshard --record``: a table laid
+        out before layout records), after checking a sample of its items; see
+        :mod:`shardmodel.migration.recording`."""
+        self.check_table()
+        return record_layout(self.model, self.store, self.watch, self.clock.now())
 
     def _finish_series(self, state: MigrationState) -> None:
         """Remove a time series' count change once the code declares it."""

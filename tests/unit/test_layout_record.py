@@ -25,6 +25,7 @@ from shardmodel.keyspace.layout_record import (
     recorded_schedule,
 )
 from shardmodel.migration import (
+    MigrationConflictError,
     MigrationStore,
     Phase,
     Reshard,
@@ -217,3 +218,30 @@ def test_computing_a_key_asks_the_table_nothing() -> None:
             assert Reading(sensor="s", seq=5).serialize()["sensor"] == {"S": physical}
     finally:
         bind_models([Reading], host=None)
+
+
+def test_a_table_laid_out_before_records_is_given_one_after_a_sample_check(
+    clock: SimulatedClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``reshard --record``: the declared layout becomes the table's record once a sample
+    of the stored items sits where it says; a wrong declaration records nothing."""
+    from shardmodel.cli import main
+
+    for seq in range(30):
+        Reading(sensor="s", seq=seq, value=str(seq)).save()
+    store = MigrationStore(Reading)
+    # code that declares 32 shards for items laid out with 16: refused, nothing written
+    wrong = redeployed(Reading, 32)
+    with pytest.raises(ShardConfigurationError, match="is not where the declared layout"):
+        Reshard(wrong, clock=clock).record()
+    assert store.read_current() == (None, None)
+    assert main(["reshard", "tests.migration_models:Reading", "--record"]) == 0
+    assert "records HashShards(16, on=seq)" in capsys.readouterr().out
+    record = store.read_layout()
+    assert record is not None and (record.count, record.change) == (16, "recorded")
+    with pytest.raises(ShardConfigurationError, match=r"holds HashShards\(16, on=seq\)"):
+        wrong.get("s", 1)
+    assert Reading.get("s", 1).value == "1"
+    Reshard(Reading, clock=clock).start(32, settle_seconds=SETTLE)
+    with pytest.raises(MigrationConflictError, match="its --finish records"):
+        Reshard(Reading, clock=clock).record()
