@@ -331,3 +331,29 @@ def behind(model: Any, clock: Any) -> Any:
     watch = follow(model, cache_seconds=10**9, clock=clock)
     watch.refresh()
     return watch
+
+
+def declared_as(model: Any) -> Any:
+    """What ``model`` declares now, in the form :func:`redeployed` takes."""
+    from shardmodel.engine import sharding_of
+
+    strategy = sharding_of(model).key().layout.strategies[0]
+    if isinstance(strategy, OrderedShards):
+        return list(strategy.boundaries)
+    if isinstance(strategy, RandomShards):
+        return strategy.n
+    return strategy
+
+
+def stranger(model: Any, cache_seconds: float) -> Any:
+    """``model`` as other code on the same table declares it, never calling follow(): its
+    own watch (``cache_seconds``), seeing only what the table says, as another process
+    would (callers patch ``changes_made_here`` while it runs)."""
+    from shardmodel.engine import sharding_of
+    from shardmodel.migration import TableWatch
+
+    other = redeployed(model, declared_as(model))
+    watch = sharding_of(other).source()
+    assert isinstance(watch, TableWatch)  # nobody told it to follow anything
+    watch.cache_seconds = cache_seconds
+    return other

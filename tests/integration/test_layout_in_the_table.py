@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from shardmodel import HashShards, OrderedShards, RandomShards
+from shardmodel import HashShards
 from shardmodel.engine import sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.migration import Phase, Reshard, TableWatch, follow
@@ -33,6 +33,7 @@ from tests.migration_models import (
     OrderedReading,
     Reading,
     SensorSeries,
+    declared_as,
     redeployed,
     series_redeployed,
 )
@@ -144,16 +145,6 @@ def test_a_class_that_never_follows_reads_and_writes_exactly_in_every_phase(
         unfollowed(sensor="s", seq=999, value="x").save()
     # code declaring the table's layout, never told to follow, reads every write
     reads_exactly(redeployed(model, declared), ledger)
-
-
-def declared_as(model: Any) -> Any:
-    """What ``model`` declares now, in the form :func:`redeployed` takes."""
-    strategy = sharding_of(model).key().layout.strategies[0]
-    if isinstance(strategy, OrderedShards):
-        return list(strategy.boundaries)
-    if isinstance(strategy, RandomShards):
-        return strategy.n
-    return strategy
 
 
 def test_a_series_declared_without_its_history_reads_every_earlier_reading(

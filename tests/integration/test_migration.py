@@ -14,11 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from shardmodel import OrderedShards
 from shardmodel.migration import MigrationConflictError, Phase, Reshard, follow, unfollow
+from shardmodel.migration import rules as watch_rules
 from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import bind_models, dynalite_server
 from tests.integration.conftest import CREDENTIALS, DYNALITE, empty_tables, unbind
@@ -35,6 +37,7 @@ from tests.migration_models import (
     WideReading,
     WideTagged,
     redeployed,
+    stranger,
 )
 from tests.tier import STRESS, stress_only
 
@@ -390,23 +393,30 @@ def under_load(
             for seq in STABLE:
                 batch.save(model(sensor=key, seq=seq, value="stable"))
     follow(model, cache_seconds=0.2)
+    # and a writer and a reader of the same table whose code never calls follow() (another
+    # service, a cron job): before the table knew its layout, such a writer left 2,663 of
+    # its 9,118 writes at old keys
+    other = stranger(model, cache_seconds=0.2)
     ledger, stop, errors, inflight = Ledger(), threading.Event(), [], InFlight()
     pages: list[int] = []
     work = (ledger, stop, errors, inflight)
     load = [
         *(threading.Thread(target=writer, args=(model, i, *work)) for i in range(WRITERS)),
         *(threading.Thread(target=reader, args=(model, i, *work)) for i in range(READERS)),
+        threading.Thread(target=writer, args=(other, WRITERS, *work)),
+        threading.Thread(target=reader, args=(other, READERS, *work)),
         threading.Thread(target=pager, args=(model, stop, errors, pages, inflight)),
     ]
     inflight.threads = load
-    for thread in load:
-        thread.start()
-    migration = threading.Thread(target=operate, args=(errors, SettleClock(inflight)))
-    migration.start()
-    migration.join(DEADLINE)
-    stop.set()
-    for thread in load:
-        thread.join(DEADLINE)
+    with mock.patch.object(watch_rules, "changes_made_here", lambda table_name: 0):
+        for thread in load:
+            thread.start()
+        migration = threading.Thread(target=operate, args=(errors, SettleClock(inflight)))
+        migration.start()
+        migration.join(DEADLINE)
+        stop.set()
+        for thread in load:
+            thread.join(DEADLINE)
     assert not migration.is_alive(), f"the migration did not finish in {DEADLINE}s: {progress}"
     return ledger, errors, pages
 
