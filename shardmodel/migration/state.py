@@ -9,6 +9,7 @@ on the version read, so two operators cannot advance one migration twice.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import cattrs
@@ -88,12 +89,29 @@ def _changed(table_name: str) -> None:
     _changes[table_name] = _changes.get(table_name, 0) + 1
 
 
+#: One state item model per state table and endpoint: every watch and operator of that
+#: table shares its connection (a botocore client each would cost megabytes).
+_state_models: dict[tuple[Any, ...], type[Model]] = {}
+_state_lock = threading.Lock()
+
+
 def state_model(table_name: str, meta: Any) -> type[Model]:
-    """The PynamoDB model of a migration state table; ``meta`` lends endpoint and keys."""
+    """The PynamoDB model of a migration state table; ``meta`` lends endpoint and keys
+    (one class per table and endpoint settings, made on first use)."""
+    mirrored = tuple((o, getattr(meta, o)) for o in MIRRORED_META if hasattr(meta, o))
+    key = (table_name, *((o, repr(v)) for o, v in mirrored))
+    found = _state_models.get(key)
+    if found is None:
+        with _state_lock:
+            found = _state_models.get(key)
+            if found is None:
+                found = _state_models[key] = _new_state_model(table_name, dict(mirrored))
+    return found
+
+
+def _new_state_model(table_name: str, mirrored: dict[str, Any]) -> type[Model]:
     settings: dict[str, Any] = {"table_name": table_name, "billing_mode": "PAY_PER_REQUEST"}
-    for option in MIRRORED_META:
-        if hasattr(meta, option):
-            settings[option] = getattr(meta, option)
+    settings.update(mirrored)
     namespace: dict[str, Any] = {
         "Meta": type("Meta", (), settings),
         "id": UnicodeAttribute(hash_key=True),
@@ -119,12 +137,7 @@ class MigrationStore:
 
     def items(self) -> type[Model]:
         """The state item model, following the main model's endpoint and credentials."""
-        meta, mine = self.model.Meta, self.item_model.Meta
-        for option in MIRRORED_META:
-            value = getattr(meta, option, None)
-            if getattr(mine, option, None) != value:
-                setattr(mine, option, value)
-                self.item_model._connection = None
+        self.item_model = state_model(self.table_name, self.model.Meta)
         return self.item_model
 
     def ensure_table(self) -> None:
