@@ -28,6 +28,7 @@ from shardmodel.keyspace.strategies import HashShards, RandomShards, ShardCount,
 from shardmodel.keyspace.time_buckets import TimeBuckets
 from shardmodel.model.aio import AsyncBatchWrite, AsyncIndex, AsyncResultIterator
 from shardmodel.model.sharded import ShardedBatchWrite, ShardedModel
+from shardmodel.model.transactions import TransactGet, TransactWrite
 
 # every model follows its table's layout and changes without being told (see
 # shardmodel.migration): importing the package registers that
@@ -83,6 +84,8 @@ __all__ = [
     "TimeBuckets",
     "TimeSeriesModel",
     "TokenWindow",
+    "TransactGet",
+    "TransactWrite",
     "UnknownShardError",
     "UnsupportedOperationError",
     "__version__",

@@ -341,3 +341,26 @@ def test_without_a_provider_nothing_is_made() -> None:
 
     assert telemetry.start_operation("query", TracedEvent) is None
     assert telemetry.request("Query", {}, None) is None
+
+
+def test_a_transaction_is_a_span_with_its_request_as_child(own: tuple[Any, Any, Any]) -> None:
+    """shardmodel's TransactWrite and TransactGet: PynamoDB's, with the commit one
+    operation's span and the request its child (PynamoDB's own send on a connection the
+    library never sees: no span)."""
+    from pynamodb.connection import Connection
+
+    from shardmodel import TransactGet, TransactWrite
+
+    _, exporter, _ = own
+    item = TracedEvent(user_id="u", timestamp=500, note="in a transaction")
+    with TransactWrite(connection=Connection(region="us-east-1")) as write:
+        write.save(item)
+    op, requests = _operation(exporter, "Transaction.transact_write")
+    assert [s.name for s in requests] == ["DynamoDB.TransactWriteItems"]
+    assert tuple(op.attributes["aws.dynamodb.table_names"]) == ("traced-events",)
+    exporter.clear()
+    with TransactGet(connection=Connection(region="us-east-1")) as read:
+        found = read.get(TracedEvent, item.get_physical_key(), 500)
+    assert found.get().note == "in a transaction"
+    op, requests = _operation(exporter, "Transaction.transact_get")
+    assert [s.name for s in requests] == ["DynamoDB.TransactGetItems"]
