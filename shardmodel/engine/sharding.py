@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from shardmodel.core.bridge import in_async
 from shardmodel.engine.executor import AsyncExecutor, SyncExecutor
@@ -36,6 +36,12 @@ __all__ = ["MigrationSource", "Sharding", "follow_tables_by_default", "sharding_
 ENGINE = "_shardmodel_engine"
 
 
+#: What a process sees of its table's layout: the change in progress and the layout
+#: record a finished change left (each None: none)
+View: TypeAlias = tuple["ActiveMigration | None", "LayoutRecord | None"]
+_NO_VIEW: View = (None, None)
+
+
 class MigrationSource(Protocol):
     """Where a model learns the shard count change in progress (a migration watch)."""
 
@@ -43,12 +49,19 @@ class MigrationSource(Protocol):
         """The migration in progress as this process sees it now (None: none)."""
         ...
 
+    def view(self) -> View:
+        """The migration in progress and the table's layout record, read together."""
+        ...
+
+    def peek_view(self) -> View:
+        """:meth:`view` as last read, without a request (nothing read yet: none)."""
+        ...
+
 
 #: Gives a model that follows no source of its own the one of its table (None: it has no
 #: layout to change); set by ``shardmodel.migration``, which sits above the engine.
 _table_source: Callable[[type[Any]], MigrationSource | None] | None = None
 _UNSET: Any = object()
-_DECLARED: Any = object()  # marks a held view that is declared(), not an operation's
 _source_lock = threading.Lock()
 
 
@@ -83,7 +96,7 @@ class Sharding:
         #: CloudWatch's view of the table, asked when a throttle names no reason
         self.cloudwatch: CloudWatchCapacity | None = None
         # per thread, and per async call (each runs in a context of its own)
-        self._held: ContextVar[list[ActiveMigration | None] | None] = ContextVar(
+        self._held: ContextVar[View | None] = ContextVar(
             f"shardmodel_view_{spec.model_name}", default=None
         )
 
@@ -108,8 +121,8 @@ class Sharding:
 
     # -- the migration the model follows -------------------------------------------------
 
-    def migration(self, io: bool = True) -> ActiveMigration | None:
-        """The shard count change in progress, as this process sees it (None: none).
+    def view(self, io: bool = True) -> View:
+        """The change in progress and the table's layout record, as this process sees them.
 
         Inside :meth:`operation` (or :meth:`declared`), the view the operation began
         with. ``io=False`` (a bare ``serialize()``): no request for the table's state, the
@@ -118,22 +131,24 @@ class Sharding:
         """
         held = self._held.get()
         if held is not None:
-            return held[0]
+            return held
         source = self.source()
         if source is None:
-            return None
+            return _NO_VIEW
         if not io and self.watch is None:
-            peek = getattr(source, "peek", None)
-            if peek is not None:
-                found: ActiveMigration | None = peek()
-                return found
-        return source.current()
+            return source.peek_view()
+        return source.view()
+
+    def migration(self, io: bool = True) -> ActiveMigration | None:
+        """The shard count change in progress, as this process sees it (None: none);
+        see :meth:`view`."""
+        return self.view(io)[0]
 
     @contextmanager
     def declared(self) -> Iterator[None]:
         """Compute keys with the declared layout, asking the table nothing (offline tools
         and tests that compute keys with no DynamoDB to ask)."""
-        token = self._held.set([None, _DECLARED])
+        token = self._held.set(_NO_VIEW)
         try:
             yield
         finally:
@@ -159,17 +174,6 @@ class Sharding:
         with _source_lock:
             self._table_watch = _UNSET
 
-    def record(self, io: bool = True) -> LayoutRecord | None:
-        """The table's layout record, as the model's source reads it (None: none);
-        ``io=False``: as last read, with no request (see :meth:`migration`)."""
-        held = self._held.get()
-        if held is not None and len(held) > 1:
-            return None  # declared(): the declaration alone
-        source = self.source()
-        read = getattr(source, "record" if io or self.watch is not None else "peek_record", None)
-        found: LayoutRecord | None = None if read is None else read()
-        return found
-
     @contextmanager
     def operation(self) -> Iterator[ActiveMigration | None]:
         """One operation's view: every placement taken in this thread meanwhile uses it.
@@ -185,10 +189,10 @@ class Sharding:
         if source is None:
             yield outer[0] if outer is not None else None
             return
-        view = source.current()
-        token = self._held.set([view])
+        view = source.view()
+        token = self._held.set(view)
         try:
-            yield view
+            yield view[0]
         finally:
             self._held.reset(token)
 

@@ -27,7 +27,7 @@ from pynamodb.indexes import LocalSecondaryIndex
 from pynamodb.models import Model
 
 from shardmodel.core.times import Clock, SystemClock
-from shardmodel.engine.sharding import sharding_of
+from shardmodel.engine.sharding import View, sharding_of
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.keys import KeyLayout
 from shardmodel.keyspace.layout_record import LayoutRecord, disagreement
@@ -90,11 +90,22 @@ class ReshardWatch:
                 change in progress or with its layout record (the message says what to
                 declare).
         """
-        return _answer(self._fresh())
+        return self.view()[0]
 
-    def record(self) -> LayoutRecord | None:
-        """The table's layout record as last read (None: no finished change recorded)."""
-        return self._fresh()[2]
+    def view(self) -> View:
+        """The migration in progress and the layout record, from one read (see
+        :meth:`current`)."""
+        return _view(self._fresh())
+
+    def peek_view(self) -> View:
+        """:meth:`view` as last read, without a request (never read: none)."""
+        with self._lock:
+            cached = self._cached
+        return (None, None) if cached is None else _view(cached)
+
+    def peek(self) -> ActiveMigration | None:
+        """The migration as last read, without a request (None: none, or never read)."""
+        return self.peek_view()[0]
 
     def _fresh(
         self,
@@ -112,7 +123,7 @@ class ReshardWatch:
 
     def refresh(self) -> ActiveMigration | None:
         """Read the state table now (strongly consistent) and cache what it says."""
-        return _answer(self._read())
+        return _view(self._read())[0]
 
     def _read(
         self,
@@ -234,12 +245,13 @@ class ReshardWatch:
         return ActiveMigration(state, old, new)
 
 
-def _answer(
+def _view(
     read: tuple[float, ActiveMigration | None, LayoutRecord | None, Exception | None],
-) -> ActiveMigration | None:
+) -> View:
+    """A read's (migration, record), or the refusal it cached raised."""
     if read[3] is not None:
         raise read[3]
-    return read[1]
+    return read[1], read[2]
 
 
 class TableWatch(ReshardWatch):
@@ -250,18 +262,6 @@ class TableWatch(ReshardWatch):
     def __init__(self, model: type[Model]) -> None:
         super().__init__(model, MigrationStore(model))
         self._seen = -1
-
-    def peek(self) -> ActiveMigration | None:
-        """The migration as last read, without a request (None: none, or never read)."""
-        with self._lock:
-            cached = self._cached
-        return None if cached is None else _answer(cached)
-
-    def peek_record(self) -> LayoutRecord | None:
-        """The layout record as last read, without a request (None: none, or never read)."""
-        with self._lock:
-            cached = self._cached
-        return None if cached is None else cached[2]
 
     def _fresh(
         self,

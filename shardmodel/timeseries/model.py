@@ -198,13 +198,12 @@ class TimeSeriesModel(AsyncSeriesMethods, ShardedModel, metaclass=TimeSeriesMeta
         layout = cls._series()
         if layout.schedule is None:
             return None, None
-        engine = sharding_of(cls)
-        migration = engine.migration(io)
+        migration, record = sharding_of(cls).view(io)
         state = None if migration is None else migration.state
         # the table's history is the truth: a declaration without counts_before (or with
         # part of it) reads the earlier buckets with the counts the table recorded; one
         # that contradicts the record was refused by the model's watch
-        schedule = during(recorded_schedule(engine.record(io)) or layout.schedule, state)
+        schedule = during(recorded_schedule(record) or layout.schedule, state)
         # one count for every bucket, the declared one: the declared layout itself
         plain = not schedule.changes and schedule.last == layout.schedule.last
         return (None if plain else schedule), None if state is None else state.cutover
