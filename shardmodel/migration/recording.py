@@ -41,7 +41,7 @@ def record_layout(
             stored where the declared layout never puts it (nothing is written).
     """
     name = model.__name__
-    state, previous = store.read_current()
+    state = store.read()
     if state is not None:
         raise MigrationConflictError(
             f"{name}: a change is in progress ({state.change}); its --finish records the "
@@ -54,8 +54,9 @@ def record_layout(
     for item in model.scan(limit=sample, consistent_read=True):
         _check_stored(model, item, series, schedule)
     store.ensure_table()
+    previous, version = store.layout()
     record = finished(name, store.table, layout, schedule, previous, "recorded", now)
-    store.write_layout(record)
+    store.write_layout(record, version)
     return record
 
 

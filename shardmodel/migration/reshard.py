@@ -465,7 +465,8 @@ class Reshard:
         ]
 
     def finish(self) -> None:
-        """Remove the migration state once done (after the code declares the new count)."""
+        """Remove the migration state once done (after the code declares the new count)
+        and record the layout the table now holds."""
         state = self._required()
         if state.aborted:
             raise MigrationConflictError(
@@ -524,17 +525,18 @@ class Reshard:
         """Remove the finished change's state and record the layout the table now holds
         (every process reads it: code declaring another layout is refused by name);
         ``schedule``: a time series' counts by bucket after the change."""
+        previous, version = self.store.layout()
         record = finished(
             self.model.__name__,
             state.table,
             self._layout(),
             schedule,
-            self.store.read_layout(),
+            previous,
             state.change,
             self.clock.now(),
         )
         self.store.remove()
-        self.store.write_layout(record)
+        self.store.write_layout(record, version)
 
     def record(self) -> LayoutRecord:
         """Record the declared layout as the table's (``reshard --record``: a table laid

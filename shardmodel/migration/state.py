@@ -121,6 +121,20 @@ def _new_state_model(table_name: str, mirrored: dict[str, Any]) -> type[Model]:
     return type("MigrationStateItem", (AsyncAwareModel,), namespace)
 
 
+def _no_table(error: GetError) -> bool:
+    """A read of a state table that does not exist (no change ever started here)."""
+    return getattr(error, "cause_response_code", None) == "ResourceNotFoundException"
+
+
+def _stored(item: Any) -> tuple[dict[str, Any], int]:
+    """A state table item's body and version."""
+    return json.loads(item.body), int(item.version)
+
+
+def _state(body: dict[str, Any], version: int) -> MigrationState:
+    return evolve(_converter.structure(body, MigrationState), version=version)
+
+
 class MigrationStore:
     """Reads and writes one model's migration state (table ``<main table>-reshard``).
 
@@ -156,46 +170,47 @@ class MigrationStore:
         except (items.DoesNotExist, TableDoesNotExist):  # no table: no migration
             return None
         except GetError as error:
-            if getattr(error, "cause_response_code", None) == "ResourceNotFoundException":
+            if _no_table(error):
                 return None
             raise
-        return json.loads(item.body), int(item.version)  # type: ignore[attr-defined]
+        return _stored(item)
 
     def read_current(self) -> tuple[MigrationState | None, LayoutRecord | None]:
         """The change in progress and the layout record, in one strongly consistent read."""
         items = self.items()
         try:
             found = {
-                item.id: item  # type: ignore[attr-defined]
+                item.id: _stored(item)  # type: ignore[attr-defined]
                 for item in items.batch_get([self.table, self.layout_key], consistent_read=True)
             }
         except TableDoesNotExist:
             return None, None
         except GetError as error:
-            if getattr(error, "cause_response_code", None) == "ResourceNotFoundException":
+            if _no_table(error):
                 return None, None
             raise
-        state = record = None
-        if self.table in found:
-            item: Any = found[self.table]
-            body = _converter.structure(json.loads(item.body), MigrationState)
-            state = evolve(body, version=int(item.version))
-        if self.layout_key in found:
-            kept: Any = found[self.layout_key]
-            record = _converter.structure(json.loads(kept.body), LayoutRecord)
-        return state, record
+        state = found.get(self.table)
+        record = found.get(self.layout_key)
+        return (
+            None if state is None else _state(*state),
+            None if record is None else _converter.structure(record[0], LayoutRecord),
+        )
+
+    def layout(self) -> tuple[LayoutRecord | None, int]:
+        """The layout record the last finished change left, and its version (none: 0)."""
+        found = self._get(self.layout_key)
+        if found is None:
+            return None, 0
+        return _converter.structure(found[0], LayoutRecord), found[1]
 
     def read_layout(self) -> LayoutRecord | None:
         """The layout record the last finished change left (None: no change finished)."""
-        found = self._get(self.layout_key)
-        return None if found is None else _converter.structure(found[0], LayoutRecord)
+        return self.layout()[0]
 
-    def write_layout(self, record: LayoutRecord) -> None:
-        """Store the table's layout record (``--finish``: the layout its items now have)."""
-        items = self.items()
-        body = json.dumps(_converter.unstructure(record), sort_keys=True)
-        found = self._get(self.layout_key)
-        items(self.layout_key, body=body, version=(found[1] if found else 0) + 1).save()
+    def write_layout(self, record: LayoutRecord, version: int) -> None:
+        """Store the table's layout record if it is still at ``version`` (from
+        :meth:`layout`: two operators cannot record over each other)."""
+        self._put(self.layout_key, _converter.unstructure(record), version)
         _changed(self.table_name)
 
     def _put(self, key: str, body: dict[str, Any], version: int) -> None:
@@ -220,10 +235,7 @@ class MigrationStore:
     def read(self) -> MigrationState | None:
         """The table's migration state, read strongly consistent (None: no migration)."""
         found = self._get(self.table)
-        if found is None:
-            return None
-        body, version = found
-        return evolve(_converter.structure(body, MigrationState), version=version)
+        return None if found is None else _state(*found)
 
     def write(self, state: MigrationState) -> MigrationState:
         """Store ``state`` if nobody changed it since it was read; returns the stored one."""
