@@ -29,24 +29,28 @@ def create_tables(models: Iterable[type[Model]]) -> None:
     wait_until_active([*models, *(m for m in map(_metadata_table, models) if m is not None)])
 
 
-def _metadata_table(model: type[Model]) -> Any:
-    """A dynamic model's metadata table model (None for any other model)."""
+def _sharding(model: type[Model]) -> Any:
+    """A sharded model's engine (None for a plain PynamoDB model)."""
     from shardmodel.engine import sharding_of
     from shardmodel.model.sharded import ShardedModel
 
     if not (isinstance(model, type) and issubclass(model, ShardedModel)):
         return None
-    directory = sharding_of(model).directory
+    return sharding_of(model)
+
+
+def _metadata_table(model: type[Model]) -> Any:
+    """A dynamic model's metadata table model (None for any other model)."""
+    engine = _sharding(model)
+    directory = None if engine is None else engine.directory
     return None if directory is None else directory.table()
 
 
 def _forget_layout(model: type[Model]) -> None:
     """A sharded model reads its table's layout afresh (the table went, or moved)."""
-    from shardmodel.engine import sharding_of
-    from shardmodel.model.sharded import ShardedModel
-
-    if isinstance(model, type) and issubclass(model, ShardedModel):
-        sharding_of(model).forget_table()
+    engine = _sharding(model)
+    if engine is not None:
+        engine.forget_table()
 
 
 def drop_tables(models: Iterable[type[Model]]) -> None:
