@@ -13,7 +13,7 @@ Pure values, no I/O: the migration state table stores it (``shardmodel.migration
 
 from __future__ import annotations
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from shardmodel.errors import ShardConfigurationError
 from shardmodel.keyspace.bucket_counts import CountSchedule
@@ -153,8 +153,8 @@ def _declare(record: LayoutRecord) -> str:
     """What to declare to agree with ``record``: a series may leave its history out."""
     if not record.counts_before:
         return record.describe()
-    bare = LayoutRecord(record.table, record.count, record.boundaries, record.strategy)
-    return f"{bare.describe()} (counts_before may be left out: the table's history is read)"
+    bare = evolve(record, counts_before=None).describe()
+    return f"{bare} (counts_before may be left out: the table's history is read)"
 
 
 def _declared(declared: LayoutRecord, schedule: CountSchedule | None) -> str:
