@@ -7,7 +7,6 @@ that computing a key (``serialize``, ``get_physical_key``) asks the table nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -38,11 +37,11 @@ from shardmodel.migration.reshard import JOBS
 from shardmodel.testing import (
     SimulatedClock,
     bind_models,
-    create_tables,
-    drop_tables,
-    mock_dynamodb,
 )
-from tests.migration_models import MIGRATION_MODELS, Reading, redeployed
+from tests.migration_models import Reading, redeployed
+from tests.unit.test_migration import migration_tables
+
+__all__ = ["migration_tables"]  # a fixture used by name
 
 SETTLE = 10.0
 
@@ -103,17 +102,9 @@ def test_a_series_may_leave_the_tables_history_out_but_not_contradict_it() -> No
 
 
 @pytest.fixture
-def clock() -> Iterator[SimulatedClock]:
-    with mock_dynamodb():
-        bind_models(MIGRATION_MODELS, host=None)
-        create_tables(MIGRATION_MODELS)
-        yield SimulatedClock(start=1_700_000_000.0)
-        for model in MIGRATION_MODELS:
-            unfollow(model)
-        state = MigrationStore(Reading).items()
-        if state.exists():
-            state.delete_table()
-        drop_tables(MIGRATION_MODELS)
+def clock(migration_tables: SimulatedClock) -> SimulatedClock:
+    """The migration models' tables on in-process moto, and a simulated clock."""
+    return migration_tables
 
 
 def _change(clock: SimulatedClock, to: int = 32) -> None:
